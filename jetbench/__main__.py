@@ -1,0 +1,3 @@
+from jetbench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,336 @@
+"""The cooperative execution service: worker threads calling tasklets round-robin.
+
+Each job gets its own workers, which end when the job ends, so no thread outlives a job:
+``cooperative_threads`` workers share the cooperative tasklets (dealt round-robin, the cursor
+kept across jobs as Jet does), and every non-cooperative tasklet gets a dedicated thread.
+A worker backs off through its idler only after a full round in which no tasklet progressed.
+
+>>> from jetbench import DAG, Edge, ExecutionService
+>>> from jetbench.processors import items_source, map_processor, collect_sink
+>>> dag = DAG()
+>>> src = dag.new_vertex("src", items_source(range(5)))
+>>> sq = dag.new_vertex("square", map_processor(lambda x: x * x))
+>>> out = dag.new_vertex("out", collect_sink())
+>>> _ = dag.edge(Edge.between(src, sq)).edge(Edge.between(sq, out))
+>>> job = ExecutionService().submit(dag)
+>>> sorted(job.join())
+[0, 1, 4, 9, 16]
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from .dag import DAG
+from .errors import JetbenchError
+from .idle import BackoffIdler, IdleConfig
+from .job import Job
+from .plan import build_tasklets, collect_result
+from .tasklet import DONE_STATE, ProcessorTasklet, TaskletAborted
+
+_job_ids = itertools.count(1)
+
+
+def _thread_cpu_s(thread: threading.Thread | None) -> float | None:
+    """CPU seconds used by a live thread, read from another thread (Linux), else None."""
+    if thread is None or thread.ident is None or not thread.is_alive():
+        return None
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+    except (AttributeError, OSError):
+        return None
+
+
+class _Worker:
+    """What cooperative and blocking workers share: a thread, counters and the call loop body."""
+
+    kind = "cooperative"
+
+    def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str):
+        self.index = index
+        self.job = job
+        self.idler = BackoffIdler(idle_config)
+        self.slow_call_ns = slow_call_ns
+        self.tasklets: list[ProcessorTasklet] = []
+        self.iteration_count = 0
+        self.idle_count = 0
+        self.final_cpu_s: float | None = None
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+
+    @property
+    def cpu_time_s(self) -> float:
+        live = _thread_cpu_s(self.thread)
+        if live is not None:
+            return live
+        return self.final_cpu_s or 0.0
+
+    def _main(self) -> None:
+        try:
+            self.run()
+        except BaseException as exc:  # a bug in the engine itself: fail the job, never hang it
+            self.job.record_failure(exc, None, f"worker {self.thread.name}")
+            self._abort_all()
+        finally:
+            self.final_cpu_s = time.thread_time()
+            self.job._worker_exited()
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def _call(self, t: ProcessorTasklet) -> int:
+        """One timed call; exceptions fail the job (or are the job's own teardown)."""
+        t0 = time.perf_counter_ns()
+        try:
+            r = t.call()
+        except TaskletAborted:
+            r = 0
+        except Exception as exc:
+            self.job.record_failure(exc, t, t.state.lower())
+            r = 0
+        dt = time.perf_counter_ns() - t0
+        t.calls += 1
+        t.busy_ns += dt
+        if dt > self.slow_call_ns and t.cooperative:
+            t.slow_calls += 1
+            if dt > t.max_call_ns:
+                t.max_call_ns = dt
+        if r:
+            t.progress_calls += 1
+        return r
+
+    def _abort_all(self) -> None:
+        for t in self.tasklets:
+            self._abort(t)
+        self.tasklets.clear()
+
+    def _abort(self, t: ProcessorTasklet) -> None:
+        if t.is_done:
+            return
+        try:
+            t.abort()
+        except Exception as exc:
+            self.job.record_failure(exc, t, "close")
+
+
+class CooperativeWorker(_Worker):
+    """Calls its tasklets round-robin; idles with exponential backoff after an idle round."""
+
+    def __init__(self, *args: Any, stealing: WorkStealing | None = None):
+        super().__init__(*args)
+        self.stealing = stealing
+        self.incoming: deque[ProcessorTasklet] = deque()
+        self.expected = 0  # tasklets marked for stealing by this worker, not yet handed over
+
+    def run(self) -> None:
+        job = self.job
+        tasklets = self.tasklets
+        stealing = self.stealing
+        call = self._call
+        idle_round = 0
+        while tasklets or self.incoming or self.expected:
+            while self.incoming:
+                t = self.incoming.popleft()
+                t.worker_index = self.index
+                tasklets.append(t)
+            if job.terminating:
+                self._abort_all()
+                if stealing is not None:
+                    stealing.release_marks(self)
+                continue
+            progress = False
+            finished = None
+            for t in tasklets:
+                if stealing is not None and t.steal_to is not None:
+                    finished = [t] if finished is None else [*finished, t]
+                    continue
+                r = call(t)
+                if r:
+                    progress = True
+                    if r & DONE_STATE:
+                        finished = [t] if finished is None else [*finished, t]
+            self.iteration_count += 1
+            if finished is not None:
+                for t in finished:
+                    tasklets.remove(t)
+                    if stealing is not None:
+                        stealing.dismissed(self, t)
+            if progress:
+                idle_round = 0
+            elif tasklets or self.expected:
+                idle_round += 1
+                self.idle_count += 1
+                self.idler.idle(idle_round)
+
+
+class BlockingWorker(_Worker):
+    """A dedicated thread for one non-cooperative tasklet, with its own idler."""
+
+    kind = "blocking"
+
+    def run(self) -> None:
+        job = self.job
+        t = self.tasklets[0]
+        idle_round = 0
+        while not job.terminating:
+            r = self._call(t)
+            self.iteration_count += 1
+            if r & DONE_STATE:
+                self.tasklets.clear()
+                return
+            if r:
+                idle_round = 0
+            else:
+                idle_round += 1
+                self.idle_count += 1
+                self.idler.idle(idle_round)
+        self._abort_all()
+
+    def wait_for_room(self, t: ProcessorTasklet) -> None:
+        """Blocking-outbox wait: flush; if nothing moved, idle; leave if the job is torn down."""
+        idle_round = 0
+        while not t._flush():
+            if self.job.terminating:
+                raise TaskletAborted()
+            idle_round += 1
+            self.idler.idle(idle_round)
+
+
+class WorkStealing:
+    """Jet's historical work stealing (2016-2018), kept as a switch for teaching.
+
+    Only when a worker dismisses a finished tasklet does it look for the colleague with the
+    longest tasklet list; if that list is at least 2 longer than its own, it marks that
+    colleague's first unmarked tasklet. The owner, on reaching a marked tasklet, hands it over
+    instead of calling it; a tasklet never runs on two threads at once.
+    """
+
+    def __init__(self, workers: list[CooperativeWorker]):
+        self.workers = workers
+        self._lock = threading.Lock()
+        self.steals = 0
+
+    def dismissed(self, worker: CooperativeWorker, t: ProcessorTasklet) -> None:
+        with self._lock:
+            thief = t.steal_to
+            if thief is not None:  # marked: hand it over (finished ones just release the mark)
+                t.steal_to = None
+                thief.expected -= 1
+                if not t.is_done:
+                    thief.incoming.append(t)
+                    self.steals += 1
+                return
+            self._try_steal(worker)
+
+    def _try_steal(self, thief: CooperativeWorker) -> None:
+        mine = len(thief.tasklets) + len(thief.incoming) + thief.expected
+        victim = max((w for w in self.workers if w is not thief), key=lambda w: len(w.tasklets), default=None)
+        if victim is None or len(victim.tasklets) - mine < 2:
+            return
+        for t in list(victim.tasklets):
+            if t.steal_to is None and not t.is_done:
+                t.steal_to = thief
+                thief.expected += 1
+                return
+
+    def release_marks(self, worker: CooperativeWorker) -> None:
+        with self._lock:
+            worker.expected = 0
+            for w in self.workers:
+                for t in list(w.tasklets):
+                    if t.steal_to is worker:
+                        t.steal_to = None
+
+
+class ExecutionService:
+    """Runs DAGs on cooperative worker threads; the idle bounds can change while jobs run.
+
+    Parameters mirror Jet's: ``cooperative_threads`` workers (also the default vertex
+    parallelism), park times from ``min_idle_us`` doubling to ``max_idle_us`` after idle rounds,
+    ``work_stealing`` (Jet's old rule, off by default), ``slow_call_ms`` (a cooperative call
+    slower than this is counted as slow; Jet's rule of thumb is 1 ms), ``outbox_capacity`` (items
+    per outbox bucket = the per-call emit budget).
+    """
+
+    def __init__(
+        self,
+        cooperative_threads: int = 1,
+        min_idle_us: float = 25,
+        max_idle_us: float = 500,
+        work_stealing: bool = False,
+        slow_call_ms: float = 1.0,
+        outbox_capacity: int = 1024,
+        noncooperative_min_idle_us: float = 25,
+        noncooperative_max_idle_us: float = 5000,
+    ):
+        if isinstance(cooperative_threads, bool) or not isinstance(cooperative_threads, int) or cooperative_threads < 1:
+            raise JetbenchError(f"cooperative_threads must be an int >= 1, got {cooperative_threads!r}")
+        if isinstance(outbox_capacity, bool) or not isinstance(outbox_capacity, int) or outbox_capacity < 1:
+            raise JetbenchError(f"outbox_capacity must be an int >= 1, got {outbox_capacity!r}")
+        self.cooperative_threads = cooperative_threads
+        self.idle = IdleConfig(min_idle_us, max_idle_us)
+        self.noncooperative_idle = IdleConfig(noncooperative_min_idle_us, noncooperative_max_idle_us)
+        self.work_stealing = bool(work_stealing)
+        self.slow_call_ns = int(slow_call_ms * 1e6)
+        self.outbox_capacity = outbox_capacity
+        self._cursor = 0
+        self._lock = threading.Lock()
+
+    def set_idle(self, min_idle_us: float | None = None, max_idle_us: float | None = None) -> None:
+        """Change the cooperative idle bounds; running workers use them from their next park."""
+        self.idle.set(min_idle_us, max_idle_us)
+
+    def submit(self, dag: Any, name: str | None = None) -> Job:
+        """Start ``dag`` (a `DAG`, or anything with ``to_dag()``) on background threads; return its `Job`."""
+        if not isinstance(dag, DAG) and hasattr(dag, "to_dag"):
+            dag = dag.to_dag()
+        if not isinstance(dag, DAG):
+            raise JetbenchError(f"submit() takes a DAG or a Pipeline, got {dag!r}")
+        job = Job(name or f"job-{next(_job_ids)}")
+        blocking: dict[int, BlockingWorker] = {}
+
+        def wait_for_room(t: ProcessorTasklet) -> None:
+            blocking[id(t)].wait_for_room(t)
+
+        tasklets = build_tasklets(dag, job, self.cooperative_threads, self.outbox_capacity, wait_for_room)
+        job.tasklets = tasklets
+        workers: list[_Worker] = [
+            CooperativeWorker(i, job, self.idle, self.slow_call_ns, f"jetbench.{job.name}.cooperative-{i}")
+            for i in range(self.cooperative_threads)
+        ]
+        cooperative = [t for t in tasklets if t.cooperative]
+        with self._lock:
+            for t in cooperative:
+                w = workers[self._cursor % len(workers)]
+                self._cursor += 1
+                t.worker_index = w.index
+                w.tasklets.append(t)
+        workers = [w for w in workers if w.tasklets]
+        if self.work_stealing and len(workers) > 1:
+            stealing = WorkStealing(workers)
+            for w in workers:
+                w.stealing = stealing
+        for k, t in enumerate(x for x in tasklets if not x.cooperative):
+            w = BlockingWorker(k, job, self.noncooperative_idle, self.slow_call_ns, f"jetbench.{job.name}.blocking-{k}")
+            w.tasklets.append(t)
+            t.worker_index = -1 - k
+            blocking[id(t)] = w
+            workers.append(w)
+        job._start(workers, collect_result(dag, tasklets))
+        for w in workers:
+            w.thread.start()
+        return job
+
+    def run(self, dag: Any, timeout: float | None = None) -> Any:
+        """Submit and join: return the job's result."""
+        return self.submit(dag).join(timeout)
+
+    def __repr__(self) -> str:
+        return (
+            f"ExecutionService(cooperative_threads={self.cooperative_threads}, "
+            f"min_idle_us={self.idle.min_idle_us:g}, max_idle_us={self.idle.max_idle_us:g}, "
+            f"work_stealing={self.work_stealing})"
+        )

@@ -1,0 +1,158 @@
+"""Job: the handle `ExecutionService.submit` returns, and the shared state of a running job."""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .errors import JobCancelled, JobError, JobTimeout
+
+if TYPE_CHECKING:
+    from .metrics import JobMetrics
+    from .tasklet import ProcessorTasklet
+
+
+class JobStatus(enum.Enum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self is not JobStatus.RUNNING
+
+
+class Job:
+    """A submitted DAG running on background threads.
+
+    ``join()`` waits and returns `result` (or raises `JobError` / `JobCancelled`); ``cancel()``
+    makes every tasklet leave on its next turn. When ``join`` returns, no thread of the job is
+    left alive.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.tasklets: list[ProcessorTasklet] = []
+        self.workers: list[Any] = []
+        self.start_time = time.monotonic()
+        self.end_time: float | None = None
+        self._status = JobStatus.RUNNING
+        self._failure: BaseException | None = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._live_workers = 0
+        self._result: Any = None
+        self._result_fn: Callable[[], Any] | None = None
+        self._listeners: list[Callable[[Job], None]] = []
+        #: read by every worker each round; set on failure or cancellation
+        self.terminating = False
+
+    # -- public --------------------------------------------------------------------------------
+
+    @property
+    def status(self) -> JobStatus:
+        return self._status
+
+    @property
+    def is_done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The `JobError`/`JobCancelled` that ended the job, or None."""
+        return self._failure
+
+    @property
+    def result(self) -> Any:
+        """The collecting sink's value once the job completed (None while running or without one)."""
+        return self._result
+
+    @property
+    def elapsed(self) -> float:
+        end = self.end_time if self.end_time is not None else time.monotonic()
+        return end - self.start_time
+
+    def join(self, timeout: float | None = None) -> Any:
+        """Wait for the job; return its result, or raise `JobError`/`JobCancelled`/`JobTimeout`."""
+        if not self._done.wait(timeout):
+            raise JobTimeout(f"job {self.name!r} still {self._status.value} after {timeout} s")
+        for worker in self.workers:
+            worker.thread.join()
+        if self._failure is not None:
+            raise self._failure
+        return self._result
+
+    def cancel(self) -> None:
+        """Ask every tasklet to leave on its next turn; ``join()`` then raises `JobCancelled`."""
+        self._fail(JobCancelled(f"job {self.name!r} was cancelled"), JobStatus.CANCELLED)
+
+    def metrics(self) -> JobMetrics:
+        """A frozen snapshot of every tasklet's and worker's counters."""
+        from .metrics import snapshot
+
+        return snapshot(self)
+
+    def add_done_listener(self, fn: Callable[[Job], None]) -> None:
+        """Call ``fn(job)`` once the job has ended (at once if it already has)."""
+        with self._lock:
+            if not self._done.is_set():
+                self._listeners.append(fn)
+                return
+        fn(self)
+
+    def __repr__(self) -> str:
+        return f"Job({self.name!r}, {self._status.value}, {len(self.tasklets)} tasklets)"
+
+    # -- engine side ---------------------------------------------------------------------------
+
+    def record_failure(self, exc: BaseException, tasklet: ProcessorTasklet | None, during: str) -> None:
+        """First failure wins; the job is torn down."""
+        where = f"vertex {tasklet.vertex_name!r} instance {tasklet.index}" if tasklet else "the job"
+        error = JobError(
+            f"job {self.name!r} failed in {where} during {during}: {type(exc).__name__}: {exc}",
+            vertex=tasklet.vertex_name if tasklet else None,
+            instance=tasklet.index if tasklet else None,
+        )
+        error.__cause__ = exc
+        self._fail(error, JobStatus.FAILED)
+
+    def _fail(self, error: JobError, status: JobStatus) -> None:
+        with self._lock:
+            if self._failure is not None or self._done.is_set():
+                return
+            self._failure = error
+            self._status = status
+            self.terminating = True
+
+    def _start(self, workers: list[Any], result_fn: Callable[[], Any]) -> None:
+        self.workers = workers
+        self._live_workers = len(workers)
+        self._result_fn = result_fn
+        if not workers:
+            self._finish()
+
+    def _worker_exited(self) -> None:
+        with self._lock:
+            self._live_workers -= 1
+            last = self._live_workers == 0
+        if last:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._failure is None and self._result_fn is not None:
+            try:
+                self._result = self._result_fn()
+            except Exception as exc:  # a sink's result_part/merge failed
+                self.record_failure(exc, None, "result collection")
+        with self._lock:
+            if self._failure is None:
+                self._status = JobStatus.COMPLETED
+            self.end_time = time.monotonic()
+            self._done.set()
+            listeners, self._listeners = self._listeners, []
+        for fn in listeners:
+            fn(self)

@@ -1,0 +1,171 @@
+"""Metrics: frozen snapshots of the engine's plain counters, and a sampler turning them into series.
+
+Counters are plain ints written only by the thread running a tasklet, once per batch or call;
+readers take a snapshot without locks (a value may be one batch stale, never torn).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .job import Job
+
+
+@dataclass(frozen=True)
+class TaskletStatistics:
+    """One processor instance's counters (Jet's metric names in snake_case)."""
+
+    vertex: str
+    index: int
+    worker: int  # cooperative worker index; negative for a dedicated (blocking) thread
+    cooperative: bool
+    state: str
+    received_count: int
+    received_batches: int
+    emitted_count: int
+    queues_size: int
+    queues_capacity: int
+    calls: int
+    progress_calls: int
+    busy_ms: float
+    slow_calls: int
+    max_call_ms: float
+    backpressure: bool  # the last flush could not move everything: a downstream queue is full
+
+
+@dataclass(frozen=True)
+class WorkerStatistics:
+    index: int
+    kind: str  # "cooperative" or "blocking"
+    tasklet_count: int
+    iteration_count: int
+    idle_count: int
+    parked_ms: float
+    cpu_time_s: float
+    alive: bool
+
+
+@dataclass(frozen=True)
+class JobMetrics:
+    """A snapshot of a job's counters at ``elapsed_s`` after submission."""
+
+    job: str
+    status: str
+    elapsed_s: float
+    tasklets: tuple[TaskletStatistics, ...]
+    workers: tuple[WorkerStatistics, ...]
+
+    def tasklet(self, vertex: str, index: int = 0) -> TaskletStatistics:
+        for t in self.tasklets:
+            if t.vertex == vertex and t.index == index:
+                return t
+        raise KeyError(f"no tasklet {vertex!r}#{index} in job {self.job!r}")
+
+    def by_vertex(self) -> dict[str, dict[str, int]]:
+        """Counters summed over each vertex's instances."""
+        totals: dict[str, dict[str, int]] = {}
+        for t in self.tasklets:
+            row = totals.setdefault(t.vertex, {"received_count": 0, "emitted_count": 0, "queues_size": 0})
+            row["received_count"] += t.received_count
+            row["emitted_count"] += t.emitted_count
+            row["queues_size"] += t.queues_size
+        return totals
+
+    def table(self) -> str:
+        """A plain-text table of the tasklets, for terminals."""
+        head = f"{'tasklet':<24}{'worker':>7}{'state':>14}{'in':>11}{'out':>11}{'batches':>9}{'busy ms':>10}{'slow':>6}"
+        lines = [head, "-" * len(head)]
+        for t in self.tasklets:
+            lines.append(
+                f"{t.vertex + '#' + str(t.index):<24}{t.worker:>7}{t.state:>14}{t.received_count:>11}"
+                f"{t.emitted_count:>11}{t.received_batches:>9}{t.busy_ms:>10.1f}{t.slow_calls:>6}"
+            )
+        for w in self.workers:
+            lines.append(
+                f"worker {w.kind} {w.index}: {w.iteration_count} iterations, {w.idle_count} idle, "
+                f"cpu {w.cpu_time_s * 1000:.1f} ms"
+            )
+        return "\n".join(lines)
+
+
+def snapshot(job: Job) -> JobMetrics:
+    tasklets = tuple(
+        TaskletStatistics(
+            vertex=t.vertex_name,
+            index=t.index,
+            worker=t.worker_index,
+            cooperative=t.cooperative,
+            state=t.state,
+            received_count=t.received_count,
+            received_batches=t.received_batches,
+            emitted_count=t.emitted_count,
+            queues_size=t.queues_size(),
+            queues_capacity=t.queues_capacity(),
+            calls=t.calls,
+            progress_calls=t.progress_calls,
+            busy_ms=t.busy_ns / 1e6,
+            slow_calls=t.slow_calls,
+            max_call_ms=t.max_call_ns / 1e6,
+            backpressure=t.refused,
+        )
+        for t in list(job.tasklets)
+    )
+    workers = tuple(
+        WorkerStatistics(
+            index=w.index,
+            kind=w.kind,
+            tasklet_count=len(w.tasklets),
+            iteration_count=w.iteration_count,
+            idle_count=w.idle_count,
+            parked_ms=w.idler.parked_ns / 1e6,
+            cpu_time_s=w.cpu_time_s,
+            alive=w.thread.is_alive(),
+        )
+        for w in list(job.workers)
+    )
+    return JobMetrics(job.name, job.status.value, job.elapsed, tasklets, workers)
+
+
+class MetricsSampler:
+    """Samples a job's metrics every ``interval_s`` on its own thread into flat records.
+
+    Each record is a dict with ``t`` (seconds since submission), ``kind`` ("tasklet" or
+    "worker") and the statistics' fields. The thread stops after one last sample when the job
+    ends, or on `stop()`.
+    """
+
+    def __init__(self, job: Job, interval_s: float = 0.1):
+        self.job = job
+        self.interval_s = interval_s
+        self.records: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"jetbench.{job.name}.sampler", daemon=True)
+
+    def start(self) -> MetricsSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        return self.records
+
+    def sample(self) -> JobMetrics:
+        m = self.job.metrics()
+        for t in m.tasklets:
+            self.records.append({"t": m.elapsed_s, "kind": "tasklet", **asdict(t)})
+        for w in m.workers:
+            self.records.append({"t": m.elapsed_s, "kind": "worker", **asdict(w)})
+        return m
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            done = self.job.is_done
+            self.sample()
+            if done:
+                return
+            self._stop.wait(self.interval_s)

@@ -1,0 +1,166 @@
+"""The outbox: one bounded bucket per outbound ordinal, emptied by the tasklet into the queues.
+
+A cooperative processor sees `offer` return False when a bucket is full and must return and
+re-offer the same item on its next call. `offer_batch` is the fast path: it accepts a prefix
+of a list and says how many items it took.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .errors import JetbenchError
+from .items import Watermark
+
+DEFAULT_OUTBOX_CAPACITY = 1024
+
+
+class Outbox:
+    """Bounded buckets per outbound ordinal; watermarks go to every ordinal, after pending data.
+
+    >>> box = Outbox(ordinal_count=1, capacity=2)
+    >>> box.offer("a"), box.offer_batch(["b", "c"]), box.offer("d")
+    (True, 1, False)
+    >>> box.room()
+    0
+    """
+
+    __slots__ = ("_buckets", "capacity", "accepted", "_control", "_ordinal_count", "_owner")
+
+    def __init__(self, ordinal_count: int, capacity: int = DEFAULT_OUTBOX_CAPACITY, owner: str = "processor"):
+        if capacity < 1:
+            raise JetbenchError(f"outbox capacity must be >= 1, got {capacity}")
+        self._buckets: list[list] = [[] for _ in range(ordinal_count)]
+        self._ordinal_count = ordinal_count
+        self.capacity = capacity
+        self.accepted = 0  # items accepted so far; the tasklet compares it to detect progress
+        self._control: Watermark | None = None
+        self._owner = owner
+
+    @property
+    def ordinal_count(self) -> int:
+        return self._ordinal_count
+
+    def room(self, ordinal: int = 0) -> int:
+        """How many more items bucket ``ordinal`` accepts now (0 while a watermark is pending)."""
+        if self._control is not None:
+            return 0
+        return self.capacity - len(self._bucket(ordinal))
+
+    def offer(self, item: Any, ordinal: int | Sequence[int] | None = None) -> bool:
+        """Offer one item to ``ordinal`` (None: every ordinal; or a sequence of ordinals).
+
+        Returns False, accepting nothing, if any target bucket is full. A `Watermark` always goes
+        to every ordinal, once the data offered before it has left.
+        """
+        if type(item) is Watermark:
+            return self._offer_watermark(item)
+        if self._control is not None:
+            return False
+        if ordinal is None:
+            if self._ordinal_count == 1:
+                ordinal = 0
+            else:
+                return self._offer_many(item, range(self._ordinal_count))
+        elif type(ordinal) is not int:
+            return self._offer_many(item, ordinal)
+        bucket = self._bucket(ordinal)
+        if len(bucket) >= self.capacity:
+            return False
+        bucket.append(item)
+        self.accepted += 1
+        return True
+
+    def offer_batch(self, items: Iterable[Any], ordinal: int = 0) -> int:
+        """Accept the longest prefix of ``items`` that fits in bucket ``ordinal``; return its length.
+
+        When the outbox takes a whole list it may keep that very list: don't reuse it afterwards.
+        """
+        if self._control is not None:
+            return 0
+        if type(items) is not list:
+            items = list(items)
+        bucket = self._bucket(ordinal)
+        free = self.capacity - len(bucket)
+        n = len(items)
+        if n > free:
+            if free <= 0:
+                return 0
+            bucket.extend(items[:free])
+            n = free
+        elif bucket:
+            bucket.extend(items)
+        else:
+            self._buckets[ordinal] = items
+        self.accepted += n
+        return n
+
+    def _offer_many(self, item: Any, ordinals: Iterable[int]) -> bool:
+        ordinals = list(ordinals)
+        buckets = [self._bucket(o) for o in ordinals]
+        if any(len(b) >= self.capacity for b in buckets):
+            return False
+        for b in buckets:
+            b.append(item)
+        self.accepted += 1
+        return True
+
+    def _offer_watermark(self, watermark: Watermark) -> bool:
+        if self._control is not None or any(self._buckets):
+            return False
+        self._control = watermark
+        self.accepted += 1
+        return True
+
+    def _bucket(self, ordinal: int) -> list:
+        try:
+            return self._buckets[ordinal]
+        except (IndexError, TypeError):
+            raise JetbenchError(
+                f"{self._owner}: no outbound ordinal {ordinal!r} (it has {self._ordinal_count})"
+            ) from None
+
+    # -- engine side --------------------------------------------------------------------------
+
+    def _take_bucket(self, ordinal: int) -> list:
+        """Remove and return the contents of bucket ``ordinal``."""
+        bucket = self._buckets[ordinal]
+        if bucket:
+            self._buckets[ordinal] = []
+        return bucket
+
+    def _has_data(self) -> bool:
+        return any(self._buckets)
+
+    def __repr__(self) -> str:
+        sizes = [len(b) for b in self._buckets]
+        return f"Outbox(capacity={self.capacity}, buckets={sizes}, watermark={self._control})"
+
+
+class BlockingOutbox(Outbox):
+    """The outbox of a non-cooperative processor: never refuses; waits for room instead.
+
+    ``wait_for_room`` is called when a bucket is full; it flushes to the queues and, if nothing
+    moved, sleeps through the idler (and raises if the job is being torn down).
+    """
+
+    __slots__ = ("wait_for_room",)
+
+    def __init__(self, ordinal_count: int, capacity: int, owner: str, wait_for_room: Callable[[], None]):
+        super().__init__(ordinal_count, capacity, owner)
+        self.wait_for_room = wait_for_room
+
+    def offer(self, item: Any, ordinal: int | Sequence[int] | None = None) -> bool:
+        while not Outbox.offer(self, item, ordinal):
+            self.wait_for_room()
+        return True
+
+    def offer_batch(self, items: Iterable[Any], ordinal: int = 0) -> int:
+        if type(items) is not list:
+            items = list(items)
+        done = Outbox.offer_batch(self, items, ordinal)
+        while done < len(items):
+            self.wait_for_room()
+            done += Outbox.offer_batch(self, items[done:], ordinal)
+        return done

@@ -1,0 +1,119 @@
+"""Expand a DAG into tasklets: processor instances, SPSC queues per edge, collectors per producer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .dag import DAG, Edge, Routing, Vertex
+from .errors import DagError, JobError
+from .job import Job
+from .processor import Processor, ProcessorContext
+from .queues import InboundStream, SPSCQueue
+from .routing import make_collector
+from .tasklet import ProcessorTasklet
+
+
+def connected(edge: Edge, producer: int, consumer: int, producers: int) -> bool:
+    """Whether producer instance ``producer`` has a queue to consumer instance ``consumer``."""
+    if edge.routing is Routing.ISOLATED:
+        return consumer % producers == producer
+    if edge.routing is Routing.ALL_TO_ONE:
+        return consumer == 0
+    return True
+
+
+def build_tasklets(
+    dag: DAG,
+    job: Job,
+    default_parallelism: int,
+    outbox_capacity: int,
+    wait_for_room: Callable[[ProcessorTasklet], None],
+) -> list[ProcessorTasklet]:
+    """Validate ``dag`` and create one tasklet per processor instance, wired by queues."""
+    dag.validate(default_parallelism)
+    parallelism = {v.name: v.local_parallelism or default_parallelism for v in dag.vertices}
+    inbound: dict[tuple[str, int], list[InboundStream]] = {}
+    outbound: dict[tuple[str, int], list[Any]] = {}
+    for edge in dag.edges:
+        src, dst = edge.source.name, edge.destination.name
+        n_up, n_down = parallelism[src], parallelism[dst]
+        queues = [
+            [SPSCQueue(edge.edge_queue_size) if connected(edge, i, j, n_up) else None for j in range(n_down)]
+            for i in range(n_up)
+        ]
+        for j in range(n_down):
+            conveyor = [queues[i][j] for i in range(n_up) if queues[i][j] is not None]
+            stream = InboundStream(edge.destination_ordinal, edge.edge_priority, conveyor)
+            inbound.setdefault((dst, j), []).append(stream)
+        for i in range(n_up):
+            targets = [q for q in queues[i] if q is not None]
+            collector = make_collector(edge.routing, targets, edge.key_fn)
+            outbound.setdefault((src, i), []).append((edge.source_ordinal, collector))
+
+    tasklets = []
+    for vertex in dag.vertices:
+        lp = parallelism[vertex.name]
+        for k in range(lp):
+            context = ProcessorContext(vertex.name, k, k, lp, lp)
+            collectors = [c for _, c in sorted(outbound.get((vertex.name, k), []), key=lambda oc: oc[0])]
+            tasklet = ProcessorTasklet(
+                _new_processor(vertex, k),
+                context,
+                sorted(inbound.get((vertex.name, k), []), key=lambda s: s.ordinal),
+                collectors,
+                outbox_capacity=outbox_capacity,
+                inbox_limit=max(outbox_capacity, 1),
+                run=job,
+                wait_for_room=wait_for_room,
+            )
+            tasklets.append(tasklet)
+    return tasklets
+
+
+def _new_processor(vertex: Vertex, index: int) -> Processor:
+    try:
+        processor = vertex.supplier()
+    except Exception as exc:
+        raise JobError(
+            f"vertex {vertex.name!r}: its supplier raised {type(exc).__name__}: {exc}", vertex.name, index
+        ) from exc
+    if not isinstance(processor, Processor):
+        raise DagError(
+            f"vertex {vertex.name!r}: supplier returned {processor!r}, not a jetbench.Processor"
+        )
+    return processor
+
+
+def collect_result(dag: DAG, tasklets: list[ProcessorTasklet]) -> Callable[[], Any]:
+    """A function giving the job's result: the first collecting vertex's merged result parts."""
+    by_vertex: dict[str, list[ProcessorTasklet]] = {}
+    for t in tasklets:
+        if getattr(t.processor, "collects", False):
+            by_vertex.setdefault(t.vertex_name, []).append(t)
+    if not by_vertex:
+        return lambda: None
+    first = next(v for v in dag.vertices if v.name in by_vertex)
+
+    def result() -> Any:
+        parts = [t.processor.result_part() for t in by_vertex[first.name]]
+        merge = getattr(first.supplier, "merge_results", None)
+        if merge is not None:
+            return merge(parts)
+        return merge_parts(parts)
+
+    return result
+
+
+def merge_parts(parts: list[Any]) -> Any:
+    """Lists concatenate in instance order, dicts merge; anything else stays a list of parts."""
+    if len(parts) == 1:
+        return parts[0]
+    if all(isinstance(p, list) for p in parts):
+        return [x for p in parts for x in p]
+    if all(isinstance(p, dict) for p in parts):
+        merged: dict = {}
+        for p in parts:
+            merged.update(p)
+        return merged
+    return parts

@@ -1,0 +1,147 @@
+"""Bounded single-producer/single-consumer queues, and the inbound stream that drains them.
+
+Data travels as list chunks; control items (watermarks, DONE) travel alone between chunks. Each
+side writes only its own counter (``offered`` by the producer, ``polled`` by the consumer), so
+no lock is needed: deque append/popleft are atomic, and a stale read only under-reports room.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from .items import DONE, Watermark
+from .watermarks import WatermarkCoalescer
+
+
+class SPSCQueue:
+    """A bounded queue of items between one producer and one consumer instance.
+
+    Capacity counts items (a control item takes one slot). A full queue refuses, never blocks.
+
+    >>> q = SPSCQueue(capacity=3)
+    >>> q.offer_chunk([1, 2]), q.offer_chunk([3, 4]), q.size
+    (2, 1, 3)
+    """
+
+    __slots__ = ("capacity", "chunks", "offered", "polled", "index")
+
+    def __init__(self, capacity: int, index: int = 0):
+        self.capacity = capacity
+        self.chunks: deque = deque()
+        self.offered = 0
+        self.polled = 0
+        self.index = index  # the producer's position in the consumer's conveyor
+
+    @property
+    def size(self) -> int:
+        size = self.offered - self.polled
+        return size if size > 0 else 0
+
+    def offer_chunk(self, chunk: list) -> int:
+        """Append the longest prefix of ``chunk`` that fits (the queue owns it); return its length."""
+        free = self.capacity - self.offered + self.polled
+        if free <= 0:
+            return 0
+        n = len(chunk)
+        if n > free:
+            chunk = chunk[:free]
+            n = free
+        self.chunks.append(chunk)
+        self.offered += n
+        return n
+
+    def offer_control(self, item: object) -> bool:
+        if self.offered - self.polled >= self.capacity:
+            return False
+        self.chunks.append(item)
+        self.offered += 1
+        return True
+
+
+class InboundStream:
+    """The queues feeding one inbound ordinal of one consumer instance (Jet's conveyor).
+
+    `drain` visits live queues round-robin, taking whole chunks until ``limit`` items are in
+    hand. At a control item it stops draining that queue: DONE retires the queue, a watermark
+    goes through the queue-level coalescer. A newly coalesced watermark is left in
+    ``self.watermark`` and the drain returns at once, so the items before it are processed first.
+    """
+
+    __slots__ = ("ordinal", "priority", "queues", "_live", "_coalescer", "_cursor", "watermark")
+
+    def __init__(self, ordinal: int, priority: int, queues: list[SPSCQueue]):
+        self.ordinal = ordinal
+        self.priority = priority
+        self.queues = queues
+        for i, q in enumerate(queues):
+            q.index = i
+        self._live = list(queues)
+        self._coalescer = WatermarkCoalescer(len(queues))
+        self._cursor = 0
+        self.watermark: Watermark | None = None
+
+    @property
+    def done(self) -> bool:
+        return not self._live
+
+    @property
+    def size(self) -> int:
+        return sum(q.size for q in self.queues)
+
+    @property
+    def capacity(self) -> int:
+        return sum(q.capacity for q in self.queues)
+
+    def drain(self, limit: int) -> list | None:
+        """Take up to about ``limit`` items (whole chunks) from the live queues; None if nothing."""
+        live = self._live
+        n = len(live)
+        if n == 0:
+            return None
+        coalescer = self._coalescer
+        if coalescer.idle_pending:
+            idle = coalescer.take_idle()
+            if idle is not None:
+                self.watermark = idle
+                return None
+        result = None
+        retired = None
+        start = self._cursor
+        self._cursor = start + 1
+        for k in range(n):
+            q = live[(start + k) % n]
+            chunks = q.chunks
+            while chunks:
+                chunk = chunks.popleft()
+                if chunk.__class__ is list:
+                    q.polled += len(chunk)
+                    if coalescer.any_idle:
+                        coalescer.mark_active(q.index)
+                    if result is None:
+                        result = chunk
+                    else:
+                        result += chunk
+                    if len(result) >= limit:
+                        break
+                    continue
+                q.polled += 1
+                if chunk is DONE:
+                    retired = [q] if retired is None else [*retired, q]
+                    wm = coalescer.done(q.index)
+                else:
+                    wm = coalescer.observe(q.index, chunk)
+                if wm is not None:
+                    self.watermark = wm
+                    if retired is not None:
+                        self._retire(retired)
+                    return result
+                break
+            if result is not None and len(result) >= limit:
+                break
+        if retired is not None:
+            self._retire(retired)
+        return result
+
+
+    def _retire(self, queues: list[SPSCQueue]) -> None:
+        self._live = [q for q in self._live if q not in queues]

@@ -1,0 +1,161 @@
+"""Outbound collectors: route chunks from an outbox bucket into the queues of one edge.
+
+A collector takes a whole bucket, moves what fits into its target queues, and keeps the rest
+as ``pending`` until a later flush; while anything is pending it takes no new bucket, so at
+most one bucket per edge is ever in flight. Control items (watermarks, DONE) go to every target
+queue after the pending data, remembering which targets already took them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from .dag import Routing
+from .queues import SPSCQueue
+
+
+class Collector:
+    """Base: pending-data bookkeeping and control-item broadcast over ``targets``."""
+
+    __slots__ = ("targets", "pending", "_control_accepted")
+
+    def __init__(self, targets: list[SPSCQueue]):
+        self.targets = targets
+        self.pending = False
+        self._control_accepted: set[int] = set()
+
+    def route(self, chunk: list) -> int:
+        """Take ownership of ``chunk``; move what fits; return the number of items moved."""
+        raise NotImplementedError
+
+    def push(self) -> int:
+        """Retry the pending remainder; return the number of items moved."""
+        raise NotImplementedError
+
+    def offer_control(self, item: object) -> bool:
+        """Offer a control item to every target once pending data has gone; True when all took it."""
+        if self.pending:
+            self.push()
+            if self.pending:
+                return False
+        accepted = self._control_accepted
+        for i, q in enumerate(self.targets):
+            if i not in accepted and q.offer_control(item):
+                accepted.add(i)
+        if len(accepted) == len(self.targets):
+            accepted.clear()
+            return True
+        return False
+
+
+class RoundRobinCollector(Collector):
+    """Unicast: each chunk goes to one target, the next chunk to the next; full targets are skipped."""
+
+    __slots__ = ("_cursor", "_rest")
+
+    def __init__(self, targets: list[SPSCQueue]):
+        super().__init__(targets)
+        self._cursor = 0
+        self._rest: list = []
+
+    def route(self, chunk: list) -> int:
+        targets = self.targets
+        n = len(targets)
+        if n == 1:
+            moved = targets[0].offer_chunk(chunk)
+            if moved < len(chunk):
+                self._rest = chunk[moved:]
+                self.pending = True
+            return moved
+        cursor = self._cursor
+        total = 0
+        for _ in range(n):
+            moved = targets[cursor].offer_chunk(chunk)
+            cursor = cursor + 1 if cursor + 1 < n else 0
+            if moved:
+                total += moved
+                if moved == len(chunk):
+                    self._cursor = cursor
+                    return total
+                chunk = chunk[moved:]
+        self._cursor = cursor
+        self._rest = chunk
+        self.pending = True
+        return total
+
+    def push(self) -> int:
+        rest, self._rest = self._rest, []
+        self.pending = False
+        return self.route(rest)
+
+
+class PerTargetCollector(Collector):
+    """Base of collectors that split a chunk into one part per target, each retried on its own."""
+
+    __slots__ = ("_rests",)
+
+    def __init__(self, targets: list[SPSCQueue]):
+        super().__init__(targets)
+        self._rests: list[list] = [[] for _ in targets]
+
+    def push(self) -> int:
+        moved = 0
+        pending = False
+        rests = self._rests
+        for i, q in enumerate(self.targets):
+            part = rests[i]
+            if part:
+                k = q.offer_chunk(part)
+                moved += k
+                if k < len(part):
+                    rests[i] = part[k:]
+                    pending = True
+                else:
+                    rests[i] = []
+        self.pending = pending
+        return moved
+
+
+class PartitionedCollector(PerTargetCollector):
+    """Partitioned: item -> target ``hash(key_fn(item)) % len(targets)``, computed once per item."""
+
+    __slots__ = ("_key_fn",)
+
+    def __init__(self, targets: list[SPSCQueue], key_fn: Callable[[Any], Hashable]):
+        super().__init__(targets)
+        self._key_fn = key_fn
+
+    def route(self, chunk: list) -> int:
+        n = len(self.targets)
+        if n == 1:
+            parts = [chunk]
+        else:
+            parts = [[] for _ in range(n)]
+            appends = [p.append for p in parts]
+            key_fn = self._key_fn
+            for item in chunk:
+                appends[hash(key_fn(item)) % n](item)
+        self._rests = parts
+        return self.push()
+
+
+class BroadcastCollector(PerTargetCollector):
+    """Broadcast: every target gets every item (each target its own copy of the chunk)."""
+
+    __slots__ = ()
+
+    def route(self, chunk: list) -> int:
+        self._rests = [chunk if i == 0 else list(chunk) for i in range(len(self.targets))]
+        return self.push()
+
+
+def make_collector(
+    routing: Routing, targets: list[SPSCQueue], key_fn: Callable[[Any], Hashable] | None
+) -> Collector:
+    """The collector for one producer instance on one edge; ``targets`` are its queues."""
+    if routing is Routing.PARTITIONED:
+        return PartitionedCollector(targets, key_fn)
+    if routing is Routing.BROADCAST:
+        return BroadcastCollector(targets)
+    return RoundRobinCollector(targets)  # unicast, isolated and all-to-one differ only in targets

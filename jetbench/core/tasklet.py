@@ -1,0 +1,288 @@
+"""ProcessorTasklet: drives one processor instance through Jet's state machine.
+
+    INIT -> PROCESS (inbox / watermark / try_process) -> COMPLETE_EDGE -> ... -> COMPLETE
+         -> EMIT_DONE -> CLOSE -> END
+
+Each `call()` runs one state step, then flushes the outbox into the outbound queues, and returns
+a `ProgressState`-like int: bit ``PROGRESS`` if anything moved or a state changed, bit ``DONE`` on
+reaching END. Snapshot states (save, barrier) are meant to slot in at empty-inbox points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .inbox import Inbox
+from .items import DONE, Watermark
+from .outbox import BlockingOutbox, Outbox
+from .processor import Processor, ProcessorContext
+from .queues import InboundStream
+from .routing import Collector
+from .watermarks import WatermarkCoalescer
+
+if TYPE_CHECKING:
+    from .execution import JobRun
+
+NO_PROGRESS = 0
+PROGRESS = 1
+DONE_STATE = 2
+
+
+class TaskletAborted(Exception):
+    """Raised inside a blocking outbox wait when the job is being torn down."""
+
+
+class ProcessorTasklet:
+    """One processor instance with its inbox, outbox, inbound streams and outbound collectors."""
+
+    def __init__(
+        self,
+        processor: Processor,
+        context: ProcessorContext,
+        inbound: list[InboundStream],
+        collectors: list[Collector],
+        outbox_capacity: int,
+        inbox_limit: int,
+        run: JobRun,
+        wait_for_room: Callable[[ProcessorTasklet], None] | None = None,
+    ):
+        self.processor = processor
+        self.context = context
+        self.vertex_name = context.vertex_name
+        self.index = context.local_index
+        self.cooperative = bool(getattr(processor, "is_cooperative", True))
+        self.run = run
+        self.inbox = Inbox()
+        owner = f"vertex {context.vertex_name!r}#{context.local_index}"
+        if self.cooperative or wait_for_room is None:
+            self.outbox = Outbox(len(collectors), outbox_capacity, owner)
+        else:
+            self.outbox = BlockingOutbox(len(collectors), outbox_capacity, owner, lambda: wait_for_room(self))
+        self._collectors = collectors
+        self._inbox_limit = inbox_limit
+        self.inbound = inbound
+        priorities = sorted({s.priority for s in inbound})
+        self._groups = [[s for s in inbound if s.priority == p] for p in priorities]
+        self._group: list[InboundStream] = self._groups.pop(0) if self._groups else []
+        self._cursor = 0
+        self._ordinal_coalescer = WatermarkCoalescer(max((s.ordinal for s in inbound), default=-1) + 1)
+        self._pending_watermark: Watermark | None = None
+        self._current_ordinal = 0
+        self._edges_to_complete: list[int] = []
+        self._control_done: set[int] = set()
+        self._backlog = False
+        self._has_try_process = type(processor).try_process is not Processor.try_process
+        self._step = self._step_init
+        self.state = "INIT"
+        self.initialized = False
+        self.closed = False
+        self.is_done = False
+        # metrics: plain counters, written only by the thread running this tasklet
+        self.received_count = 0
+        self.received_batches = 0
+        self.emitted_count = 0
+        self.calls = 0
+        self.progress_calls = 0
+        self.busy_ns = 0
+        self.slow_calls = 0
+        self.max_call_ns = 0
+        self.worker_index = -1
+        self.steal_to = None  # a worker that marked this tasklet for stealing (work stealing on)
+        self.refused = False  # last flush left data behind: downstream backpressure
+
+    def __repr__(self) -> str:
+        return f"ProcessorTasklet({self.vertex_name!r}#{self.index}, {self.state})"
+
+    @property
+    def name(self) -> str:
+        return f"{self.vertex_name}#{self.index}"
+
+    def call(self) -> int:
+        """Run one step and flush; return PROGRESS and/or DONE_STATE bits."""
+        outbox = self.outbox
+        accepted = outbox.accepted
+        moved = self._flush() if self._backlog else 0
+        progress = self._step()
+        if self._backlog or outbox.accepted != accepted:
+            moved += self._flush()
+        if self.is_done:
+            return DONE_STATE | PROGRESS
+        return PROGRESS if (progress or moved or outbox.accepted != accepted) else NO_PROGRESS
+
+    # -- states --------------------------------------------------------------------------------
+
+    def _transition(self, step: Callable[[], bool], state: str) -> bool:
+        self._step = step
+        self.state = state
+        return True
+
+    def _step_init(self) -> bool:
+        self.initialized = True
+        self.processor.init(self.outbox, self.context)
+        if self._group:
+            return self._transition(self._step_process, "PROCESS")
+        return self._transition(self._step_complete, "COMPLETE")
+
+    def _step_process(self) -> bool:
+        inbox = self.inbox
+        if not inbox:
+            if self._pending_watermark is not None:
+                return self._process_watermark()
+            if self._has_try_process and not self.processor.try_process():
+                return False
+            self._fill_inbox()
+            if not inbox:
+                if self._edges_to_complete:
+                    return self._transition(self._step_complete_edge, "COMPLETE_EDGE")
+                if self._pending_watermark is not None:
+                    return self._process_watermark()
+                return False
+        before = len(inbox)
+        self.processor.process(self._current_ordinal, inbox)
+        return len(inbox) != before
+
+    def _process_watermark(self) -> bool:
+        wm = self._pending_watermark
+        if wm.is_idle_marker:
+            done = self.outbox.offer(wm)
+        else:
+            done = self.processor.try_process_watermark(wm)
+        if done:
+            self._pending_watermark = self._ordinal_coalescer.take_idle()
+        return done
+
+    def _fill_inbox(self) -> None:
+        group = self._group
+        n = len(group)
+        limit = self._inbox_limit
+        for k in range(n):
+            stream = group[(self._cursor + k) % n]
+            items = stream.drain(limit)
+            wm = stream.watermark
+            if wm is not None:
+                stream.watermark = None
+                self._observe_watermark(stream.ordinal, wm)
+            if stream.done:
+                self._stream_done(stream)
+            if items:
+                if self._ordinal_coalescer.any_idle:
+                    self._ordinal_coalescer.mark_active(stream.ordinal)
+                self.inbox._fill(items)
+                self._current_ordinal = stream.ordinal
+                self.received_count += len(items)
+                self.received_batches += 1
+                self._cursor = (self._cursor + k + 1) % max(len(self._group), 1)
+                return
+            if self._pending_watermark is not None or self._edges_to_complete:
+                return
+
+    def _observe_watermark(self, ordinal: int, wm: Watermark) -> None:
+        coalesced = self._ordinal_coalescer.observe(ordinal, wm)
+        if coalesced is not None:
+            self._pending_watermark = coalesced
+
+    def _stream_done(self, stream: InboundStream) -> None:
+        self._group.remove(stream)
+        self._edges_to_complete.append(stream.ordinal)
+        coalesced = self._ordinal_coalescer.done(stream.ordinal)
+        if coalesced is not None and self._pending_watermark is None:
+            self._pending_watermark = coalesced
+        if not self._group and self._groups:
+            self._group = self._groups.pop(0)
+            self._cursor = 0
+
+    def _step_complete_edge(self) -> bool:
+        while self._edges_to_complete:
+            if not self.processor.complete_edge(self._edges_to_complete[0]):
+                return False
+            self._edges_to_complete.pop(0)
+        if self._group:
+            return self._transition(self._step_process, "PROCESS")
+        return self._transition(self._step_complete, "COMPLETE")
+
+    def _step_complete(self) -> bool:
+        if self.processor.complete():
+            return self._transition(self._step_emit_done, "EMIT_DONE")
+        return False
+
+    def _step_emit_done(self) -> bool:
+        if self._backlog:
+            return False
+        done = self._control_done
+        for ordinal, collector in enumerate(self._collectors):
+            if ordinal not in done and collector.offer_control(DONE):
+                done.add(ordinal)
+        if len(done) < len(self._collectors):
+            return False
+        return self._transition(self._step_close, "CLOSE")
+
+    def _step_close(self) -> bool:
+        self.close_processor()
+        self.is_done = True
+        return self._transition(self._step_end, "END")
+
+    def _step_end(self) -> bool:
+        return False
+
+    # -- outbox -> queues ----------------------------------------------------------------------
+
+    def _flush(self) -> int:
+        """Move outbox buckets and a pending watermark into the queues; return items moved."""
+        moved = 0
+        backlog = False
+        outbox = self.outbox
+        buckets = outbox._buckets
+        for ordinal, collector in enumerate(self._collectors):
+            if collector.pending:
+                moved += collector.push()
+            if not collector.pending:
+                bucket = buckets[ordinal]
+                if bucket:
+                    buckets[ordinal] = []
+                    self.emitted_count += len(bucket)
+                    moved += collector.route(bucket)
+            if collector.pending or buckets[ordinal]:
+                backlog = True
+        if outbox._control is not None:
+            if backlog:
+                pass
+            elif self._offer_control(outbox._control):
+                outbox._control = None
+                moved += 1
+            else:
+                backlog = True
+        self._backlog = backlog
+        self.refused = backlog
+        return moved
+
+    def _offer_control(self, item: object) -> bool:
+        done = self._control_done
+        for ordinal, collector in enumerate(self._collectors):
+            if ordinal not in done and collector.offer_control(item):
+                done.add(ordinal)
+        if len(done) < len(self._collectors):
+            return False
+        done.clear()
+        return True
+
+    # -- teardown ------------------------------------------------------------------------------
+
+    def close_processor(self) -> None:
+        """Call ``close()`` once; errors propagate to the caller, which records them."""
+        if not self.closed:
+            self.closed = True
+            self.processor.close()
+
+    def abort(self) -> None:
+        """Leave at once (job failed or cancelled): close the processor and mark the tasklet done."""
+        self._step = self._step_end
+        self.state = "END"
+        self.is_done = True
+        self.close_processor()
+
+    def queues_size(self) -> int:
+        return sum(s.size for s in self._group)
+
+    def queues_capacity(self) -> int:
+        return sum(s.capacity for s in self._group)

@@ -1,0 +1,52 @@
+"""Batch emission to every outbound ordinal, keeping what the outbox refuses."""
+
+from __future__ import annotations
+
+from ..core.outbox import Outbox
+
+_UNBOUNDED = 1 << 30
+
+
+class Emitter:
+    """Offers lists to every outbound ordinal of an outbox; a refused remainder waits in
+    ``pending`` and must be flushed (`flush`) before new items are produced.
+    """
+
+    __slots__ = ("outbox", "pending", "_ordinals")
+
+    def __init__(self, outbox: Outbox):
+        self.outbox = outbox
+        self.pending: list[tuple[int, list]] = []
+        self._ordinals = range(outbox.ordinal_count)
+
+    def room(self) -> int:
+        """How many items can be offered now to every ordinal (huge for a sink with none)."""
+        if self.pending:
+            return 0
+        outbox = self.outbox
+        if len(self._ordinals) == 1:
+            return outbox.room(0)
+        return min((outbox.room(o) for o in self._ordinals), default=_UNBOUNDED)
+
+    def flush(self) -> bool:
+        """Retry the pending remainder; True when nothing is pending."""
+        if self.pending:
+            pending, self.pending = self.pending, []
+            for ordinal, items in pending:
+                self._offer(ordinal, items)
+        return not self.pending
+
+    def emit(self, items: list) -> bool:
+        """Offer ``items`` (owned by the emitter from now on) to every ordinal; True if all fit."""
+        ordinals = self._ordinals
+        if len(ordinals) == 1:
+            self._offer(0, items)
+        else:
+            for o in ordinals:
+                self._offer(o, items if o == 0 else list(items))
+        return not self.pending
+
+    def _offer(self, ordinal: int, items: list) -> None:
+        n = self.outbox.offer_batch(items, ordinal)
+        if n < len(items):
+            self.pending.append((ordinal, items[n:]))

@@ -1,0 +1,53 @@
+"""Sink processors: they consume and emit nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.processor import Processor
+
+
+class CollectSinkP(Processor):
+    """Collects every item into a list; the job's result is the lists of all instances joined."""
+
+    collects = True
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+
+    def process(self, ordinal: int, inbox) -> None:
+        self.items += inbox.take()
+
+    def result_part(self) -> list[Any]:
+        return self.items
+
+
+class CollectSink:
+    """Supplier of `CollectSinkP`."""
+
+    def __call__(self) -> CollectSinkP:
+        return CollectSinkP()
+
+    @staticmethod
+    def merge_results(parts: list[list[Any]]) -> list[Any]:
+        return [x for part in parts for x in part]
+
+    def __repr__(self) -> str:
+        return "collect_sink()"
+
+
+def collect_sink() -> CollectSink:
+    """A sink whose items become ``Job.result`` (a list)."""
+    return CollectSink()
+
+
+class NoopSinkP(Processor):
+    """Discards every item."""
+
+    def process(self, ordinal: int, inbox) -> None:
+        inbox.clear()
+
+
+def noop_sink() -> type[NoopSinkP]:
+    """A sink that discards its input."""
+    return NoopSinkP

@@ -1,0 +1,70 @@
+"""Source processors: they have no inbound edges and emit from ``complete()``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import islice
+from typing import Any
+
+from ..core.processor import Processor
+from ._emit import Emitter
+
+
+class ItemsSourceP(Processor):
+    """Emits the items of an iterable in batches.
+
+    A sequence (list, tuple, range) is split over the vertex's instances by stride (instance
+    k of n emits items k, k+n, ...); any other iterable is read once, by instance 0 only.
+    """
+
+    def __init__(self, items: Iterable[Any]):
+        self._items = items
+        self._iterator = iter(())
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        self._emitter = Emitter(outbox)
+        items, n, k = self._items, context.total_parallelism, context.global_index
+        if isinstance(items, Sequence):
+            self._iterator = iter(items[k::n] if n > 1 else items)
+        elif k == 0:
+            self._iterator = iter(items)
+
+    def complete(self) -> bool:
+        emitter = self._emitter
+        if not emitter.flush():
+            return False
+        room = emitter.room()
+        if room <= 0:
+            return False
+        chunk = list(islice(self._iterator, room))
+        if chunk:
+            emitter.emit(chunk)
+        return len(chunk) < room and not emitter.pending
+
+
+class ItemsSource:
+    """Supplier of `ItemsSourceP` over one iterable.
+
+    >>> from jetbench import DAG, Edge, ExecutionService
+    >>> from jetbench.processors import collect_sink
+    >>> dag = DAG()
+    >>> src = dag.new_vertex("src", items_source("abc"))
+    >>> _ = dag.edge(Edge.between(src, dag.new_vertex("out", collect_sink())))
+    >>> ExecutionService().run(dag)
+    ['a', 'b', 'c']
+    """
+
+    def __init__(self, items: Iterable[Any]):
+        self.items = items
+
+    def __call__(self) -> ItemsSourceP:
+        return ItemsSourceP(self.items)
+
+    def __repr__(self) -> str:
+        return f"items_source({type(self.items).__name__})"
+
+
+def items_source(items: Iterable[Any]) -> ItemsSource:
+    """A vertex supplier that emits ``items`` (a sequence is split over instances)."""
+    return ItemsSource(items)

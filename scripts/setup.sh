@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Set up a development environment for jetbench on Debian/Ubuntu.
+#
+#   * system packages (apt): graphviz and a Java 17+ runtime for pyspark
+#   * a virtualenv at .venv with `pip install -e ".[dev]"`
+#
+# Idempotent: a second run checks everything and changes nothing. The pip
+# install is redone only when pyproject.toml changes (sha256 stamp in .venv).
+#
+# Environment overrides:
+#   JETBENCH_PYTHON           interpreter used to create .venv (default: python3.11, else python3)
+#   JETBENCH_EXTRA_APT_PACKAGES  extra apt packages, space separated (e.g. "chromium")
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV="$ROOT/.venv"
+STAMP="$VENV/.jetbench-install-stamp"
+PIP_STAMP="$VENV/.jetbench-pip-upgraded"
+
+# Debian packages the project needs. Add e.g. "chromium" here when browser
+# tests need it. openjdk-17-jre-headless is skipped when a Java >= 17 is present.
+APT_PACKAGES=(graphviz openjdk-17-jre-headless)
+# shellcheck disable=SC2206
+APT_PACKAGES+=(${JETBENCH_EXTRA_APT_PACKAGES:-})
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# ------------------------------------------------------------------ apt
+
+java_major() {
+    # Prints the major version of `java` on PATH, or nothing.
+    command -v java >/dev/null 2>&1 || return 0
+    local v
+    v="$(java -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -n1)"
+    [[ -n "$v" ]] || return 0
+    local major="${v%%.*}"
+    if [[ "$major" == "1" ]]; then  # 1.8.0_xxx style
+        major="$(cut -d. -f2 <<<"$v")"
+    fi
+    [[ "$major" =~ ^[0-9]+$ ]] && printf '%s\n' "$major"
+    return 0
+}
+
+dpkg_installed() {
+    dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
+}
+
+package_satisfied() {
+    local pkg="$1"
+    case "$pkg" in
+        openjdk-*-jre-headless|openjdk-*-jre|openjdk-*-jdk|openjdk-*-jdk-headless)
+            local jm
+            jm="$(java_major)"
+            if [[ -n "$jm" && "$jm" -ge 17 ]]; then
+                return 0
+            fi
+            ;;
+    esac
+    if command -v dpkg >/dev/null 2>&1; then
+        dpkg_installed "$pkg"
+    else
+        # Not a Debian system: accept the tool being on PATH where we can tell.
+        case "$pkg" in
+            graphviz) command -v dot >/dev/null 2>&1 ;;
+            *) return 1 ;;
+        esac
+    fi
+}
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    package_satisfied "$pkg" || missing+=("$pkg")
+done
+
+if ((${#missing[@]})); then
+    command -v apt-get >/dev/null 2>&1 \
+        || die "missing system packages: ${missing[*]} (no apt-get here; install them by hand)"
+    SUDO=()
+    if [[ "$(id -u)" -ne 0 ]]; then
+        command -v sudo >/dev/null 2>&1 \
+            || die "missing system packages: ${missing[*]}; not root and no sudo available"
+        SUDO=(sudo)
+    fi
+    log "installing apt packages: ${missing[*]}"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+else
+    log "system packages present: ${APT_PACKAGES[*]}"
+fi
+
+command -v dot >/dev/null 2>&1 || die "graphviz 'dot' not found on PATH after install"
+jm="$(java_major)"
+[[ -n "$jm" && "$jm" -ge 17 ]] || die "Java 17+ required by pyspark; found: ${jm:-none}"
+
+# ------------------------------------------------------------------ python
+
+python_ok() {
+    # True if "$1" runs and is Python >= 3.11.
+    "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' >/dev/null 2>&1
+}
+
+find_python() {
+    if [[ -n "${JETBENCH_PYTHON:-}" ]]; then
+        python_ok "$JETBENCH_PYTHON" || die "JETBENCH_PYTHON=$JETBENCH_PYTHON is not a Python >= 3.11"
+        printf '%s\n' "$JETBENCH_PYTHON"
+        return
+    fi
+    local cand
+    for cand in python3.11 python3; do
+        if command -v "$cand" >/dev/null 2>&1 && python_ok "$cand"; then
+            printf '%s\n' "$cand"
+            return
+        fi
+    done
+    die "no Python >= 3.11 found on PATH (tried python3.11, python3); set JETBENCH_PYTHON"
+}
+
+if [[ -x "$VENV/bin/python" ]] && python_ok "$VENV/bin/python"; then
+    log "virtualenv present: .venv ($("$VENV/bin/python" --version 2>&1))"
+else
+    if [[ -e "$VENV" ]]; then
+        log "existing .venv is broken or too old; recreating it"
+        rm -rf "$VENV"
+    fi
+    PY="$(find_python)"
+    log "creating .venv with $PY ($("$PY" --version 2>&1))"
+    "$PY" -m venv "$VENV"
+fi
+
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
+
+if [[ ! -f "$PIP_STAMP" ]]; then
+    log "upgrading pip in .venv"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    touch "$PIP_STAMP"
+fi
+
+installed_pkg_ok() {
+    # The editable install maps only the packages that existed when it ran; if
+    # jetbench/__init__.py appeared later, `import jetbench` outside the repo
+    # root (e.g. from the console script) gives a namespace package without
+    # running __init__.py until we reinstall.
+    [[ -f jetbench/__init__.py ]] || return 0
+    (cd / && "$VENV/bin/python" -c \
+        'import sys, jetbench; sys.exit(jetbench.__file__ is None)' >/dev/null 2>&1)
+}
+
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+have="$(cat "$STAMP" 2>/dev/null || true)"
+if [[ "$want" == "$have" ]] && installed_pkg_ok; then
+    log "python dependencies up to date (pyproject.toml unchanged)"
+else
+    log "installing jetbench -e \".[dev]\" into .venv (first time can take a few minutes)"
+    "$VENV/bin/python" -m pip install -q -e ".[dev]"
+    printf '%s\n' "$want" >"$STAMP"
+fi
+
+log "done"

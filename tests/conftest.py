@@ -1,0 +1,37 @@
+"""Shared fixtures: every engine test runs on 1 and on N cooperative threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from jetbench import ExecutionService
+
+THREAD_COUNTS = [1, 2]
+
+
+@pytest.fixture(params=THREAD_COUNTS, ids=lambda n: f"threads={n}")
+def threads(request) -> int:
+    return request.param
+
+
+@pytest.fixture
+def service(threads) -> ExecutionService:
+    return ExecutionService(cooperative_threads=threads)
+
+
+def jetbench_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("jetbench.")]
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads():
+    """Fail any test that leaves a jetbench thread running."""
+    yield
+    deadline = time.monotonic() + 2.0
+    while jetbench_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    leaked = jetbench_threads()
+    assert not leaked, f"leaked threads: {leaked}"
