@@ -1,0 +1,124 @@
+"""Seed 004's job without a rate limit: ints -> 6 identity maps -> count per window of 1000 items.
+
+Three ways to run it, in one process: the jetbench DAG (6 separate map vertices, not fused),
+one plain fused Python loop calling the same functions, and a thread per vertex joined by
+``queue.Queue`` (the naive baseline).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+from ..core import DAG, Edge, ExecutionService
+from ..processors import (
+    aggregate_by_key,
+    collect_sink,
+    items_source,
+    map_processor,
+    transform_processor,
+)
+from ..processors.aggregate import counting
+from ..processors.transforms import Transform
+from .common import BenchReport, interleaved, on_thread, timed
+
+MAPS = 6
+WINDOW = 1000
+_MISSING = object()
+
+
+def identity(x: Any) -> Any:
+    return x
+
+
+def window_key(x: int) -> int:
+    return x // WINDOW
+
+
+def chain_dag(n: int, fused: bool = False) -> DAG:
+    dag = DAG()
+    prev = dag.new_vertex("source", items_source(range(n)))
+    if fused:
+        t = Transform()
+        for _ in range(MAPS):
+            t = t.map(identity)
+        stages = [dag.new_vertex("fused-maps", transform_processor(t))]
+    else:
+        stages = [dag.new_vertex(f"map-{i + 1}", map_processor(identity)) for i in range(MAPS)]
+    for v in stages:
+        dag.edge(Edge.between(prev, v))
+        prev = v
+    count = dag.new_vertex("count-per-window", aggregate_by_key(window_key, counting), local_parallelism=1)
+    sink = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
+    dag.edge(Edge.between(prev, count).all_to_one()).edge(Edge.between(count, sink))
+    return dag
+
+
+def plain_loop(n: int) -> dict[int, int]:
+    """The same functions in one fused loop: what jetbench is measured against."""
+    f = identity
+    key = window_key
+    create, accumulate = counting.create, counting.accumulate
+    counts: dict[int, int] = {}
+    get = counts.get
+    for x in range(n):
+        x = f(f(f(f(f(f(x))))))
+        k = key(x)
+        acc = get(k, _MISSING)
+        counts[k] = accumulate(create() if acc is _MISSING else acc, x)
+    return counts
+
+
+def queue_threads(n: int, capacity: int = 1024) -> dict[int, int]:
+    """One OS thread per vertex, items handed over one at a time through ``queue.Queue``."""
+    end = object()
+    queues = [queue.Queue(capacity) for _ in range(MAPS + 1)]
+    counts: dict[int, int] = {}
+
+    def source() -> None:
+        put = queues[0].put
+        for x in range(n):
+            put(x)
+        put(end)
+
+    def stage(i: int) -> None:
+        get, put = queues[i].get, queues[i + 1].put
+        while (x := get()) is not end:
+            put(identity(x))
+        put(end)
+
+    def count() -> None:
+        get = queues[MAPS].get
+        create, accumulate = counting.create, counting.accumulate
+        while (x := get()) is not end:
+            k = window_key(x)
+            acc = counts.get(k, _MISSING)
+            counts[k] = accumulate(create() if acc is _MISSING else acc, x)
+
+    threads = [threading.Thread(target=source)] + [threading.Thread(target=stage, args=(i,)) for i in range(MAPS)]
+    threads.append(threading.Thread(target=count))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return counts
+
+
+def run(items: int = 2_000_000, repeat: int = 3, fused: bool = False, threads: int = 1,
+        queue_items: int = 100_000) -> BenchReport:
+    service = ExecutionService(cooperative_threads=threads)
+    dag = chain_dag(items, fused=fused)
+    timings = interleaved({"engine": lambda: service.run(dag), "baseline": on_thread(lambda: plain_loop(items))}, repeat)
+    engine, baseline = timings["engine"], timings["baseline"]
+    equal = sorted(engine.result) == sorted(baseline.result.items())
+    extra: dict[str, Any] = {"fused": fused, "cooperative_threads": threads}
+    if queue_items:
+        q = timed(lambda: queue_threads(queue_items))
+        extra["queue_threads_items_per_s"] = queue_items / q.wall_s
+        extra["queue_threads_ratio"] = (queue_items / q.wall_s) / (items / baseline.wall_s)
+        equal = equal and q.result == plain_loop(queue_items)
+    extra["jetbench_cpu_s"] = engine.cpu_s
+    extra["baseline_cpu_s"] = baseline.cpu_s
+    name = "chain --fused" if fused else "chain"
+    return BenchReport.of(name, items, engine, baseline, equal, **extra)

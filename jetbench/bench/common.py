@@ -1,0 +1,98 @@
+"""Timing and reporting shared by the benchmarks."""
+
+from __future__ import annotations
+
+import gc
+import json
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Timing:
+    wall_s: float
+    cpu_s: float
+    result: Any = field(repr=False, default=None)
+
+
+def timed(fn: Callable[[], Any]) -> Timing:
+    """Run ``fn`` once with the garbage collector quiet; return wall and process CPU time."""
+    gc.collect()
+    gc.disable()
+    try:
+        w0, c0 = time.perf_counter(), time.process_time()
+        result = fn()
+        return Timing(time.perf_counter() - w0, time.process_time() - c0, result)
+    finally:
+        gc.enable()
+
+
+def on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """Wrap ``fn`` to run on a fresh thread, as the engine's workers do: the OS then places
+    baseline and engine alike (a loop on the main thread after worker threads ran was measured
+    up to 1.5x slower here, unpinned)."""
+
+    def run() -> Any:
+        box: list[Any] = []
+        t = threading.Thread(target=lambda: box.append(fn()), name="bench-baseline")
+        t.start()
+        t.join()
+        return box[0]
+
+    return run
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, Timing]:
+    """Run each function ``repeat`` times, interleaved; keep each one's median-wall run."""
+    runs: dict[str, list[Timing]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            runs[name].append(timed(fn))
+    return {name: sorted(ts, key=lambda t: t.wall_s)[len(ts) // 2] for name, ts in runs.items()}
+
+
+@dataclass
+class BenchReport:
+    """What every benchmark prints; ``ratio`` = jetbench items/s over the plain loop's (wall clock)."""
+
+    benchmark: str
+    items: int
+    jetbench_items_per_s: float
+    baseline_items_per_s: float
+    ratio: float
+    results_equal: bool
+    ratio_basis: str = "wall-clock items/s, median of interleaved repeats, same process"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, benchmark: str, items: int, engine: Timing, baseline: Timing, equal: bool, **extra: Any) -> BenchReport:
+        jet = items / engine.wall_s
+        base = items / baseline.wall_s
+        return cls(benchmark, items, jet, base, jet / base, equal, extra=extra)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data.update(data.pop("extra"))
+        return json.dumps(data)
+
+    def to_text(self) -> str:
+        lines = [
+            f"{self.benchmark}: {self.items:,} items",
+            f"  jetbench : {self.jetbench_items_per_s:>14,.0f} items/s",
+            f"  baseline : {self.baseline_items_per_s:>14,.0f} items/s  (plain fused Python loop)",
+            f"  ratio    : {self.ratio:.3f}  ({self.ratio_basis})",
+            f"  results equal: {self.results_equal}",
+        ]
+        for key, value in self.extra.items():
+            if isinstance(value, float):
+                value = f"{value:,.3f}"
+            lines.append(f"  {key}: {value}")
+        return "\n".join(lines)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
