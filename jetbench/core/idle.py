@@ -21,7 +21,7 @@ class IdleConfig:
     [25, 50, 100, 200, 400, 500]
     >>> cfg.set(min_idle_us=1000)  # max below min is raised to min, as in Jet
     >>> cfg.min_idle_us, cfg.max_idle_us
-    (1000, 1000)
+    (1000.0, 1000.0)
     """
 
     def __init__(self, min_idle_us: float = 25, max_idle_us: float = 500):

@@ -1,0 +1,48 @@
+"""The command line, run as a user would (a subprocess of the installed entry point's module)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+REQUIRED_KEYS = {"items", "jetbench_items_per_s", "baseline_items_per_s", "ratio", "results_equal"}
+
+
+def jetbench(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "jetbench", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_demo_prints_top_words_and_metrics():
+    out = jetbench("demo", "--lines", "2000", "--top", "3")
+    assert "top 3 words:" in out
+    assert "per-tasklet metrics:" in out
+    for vertex in ("source#0", "tokenize#0", "accumulate#0", "combine#0", "sink#0"):
+        assert vertex in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("chain", "--items", "20000", "--queue-items", "2000", "--repeat", "1"),
+        ("chain", "--items", "20000", "--fused", "--queue-items", "0", "--repeat", "1"),
+        ("wordcount", "--lines", "2000", "--repeat", "1"),
+    ],
+)
+def test_bench_json(args):
+    report = json.loads(jetbench("bench", *args, "--json"))
+    assert report.keys() >= REQUIRED_KEYS
+    assert report["results_equal"] is True
+    assert report["ratio"] == pytest.approx(report["jetbench_items_per_s"] / report["baseline_items_per_s"])
+
+
+def test_bench_rejects_unknown_name():
+    done = subprocess.run([sys.executable, "-m", "jetbench", "bench", "nope"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "invalid choice" in done.stderr
