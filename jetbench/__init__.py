@@ -28,21 +28,29 @@ from .core import (
     JobStatus,
     JobTimeout,
     Outbox,
+    PipelineError,
     Processor,
     ProcessorContext,
     Routing,
+    RunnerError,
     Vertex,
     Watermark,
 )
+from .pipeline import Pipeline
+from .processors.windowing import WindowResult
 
 __version__ = "0.1.0"
 
 
-def run(job: Any, timeout: float | None = None, **execution_config: Any) -> Any:
-    """Run a DAG (or Pipeline) to completion on a new `ExecutionService` and return its result.
+def run(job: Any, timeout: float | None = None, fuse: bool | None = None, **execution_config: Any) -> Any:
+    """Run a DAG or Pipeline to completion on a new `ExecutionService`; return the value of its
+    collecting sink (a list for ``sinks.collect()``), or None if it has none.
 
-    ``execution_config`` goes to `ExecutionService` (e.g. ``cooperative_threads=2``).
+    ``fuse`` overrides a Pipeline's fusion setting; ``execution_config`` goes to
+    `ExecutionService` (e.g. ``cooperative_threads=2, min_idle_us=1000``).
     """
+    if isinstance(job, Pipeline):
+        job = job.to_dag(fuse=fuse)
     return ExecutionService(**execution_config).run(job, timeout=timeout)
 
 
@@ -61,10 +69,14 @@ __all__ = [
     "JobStatus",
     "JobTimeout",
     "Outbox",
+    "Pipeline",
+    "PipelineError",
     "Processor",
     "ProcessorContext",
     "Routing",
+    "RunnerError",
     "Vertex",
     "Watermark",
+    "WindowResult",
     "run",
 ]

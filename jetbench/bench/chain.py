@@ -1,8 +1,8 @@
 """Seed 004's job without a rate limit: ints -> 6 identity maps -> count per window of 1000 items.
 
-Three ways to run it, in one process: the jetbench DAG (6 separate map vertices, not fused),
-one plain fused Python loop calling the same functions, and a thread per vertex joined by
-``queue.Queue`` (the naive baseline).
+Ways to run it, in one process: the jetbench DAG (6 separate map vertices, not fused), the
+Pipeline version (``--fused``: the planner fuses the maps), one plain fused Python loop calling
+the same functions, and a thread per vertex joined by ``queue.Queue`` (the naive baseline).
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ import queue
 import threading
 from typing import Any
 
+from .. import sinks, sources
 from ..core import DAG, Edge, ExecutionService
+from ..pipeline import Pipeline
 from ..processors import (
     aggregate_by_key,
     collect_sink,
     items_source,
     map_processor,
-    transform_processor,
 )
 from ..processors.aggregate import counting
-from ..processors.transforms import Transform
 from .common import BenchReport, interleaved, on_thread, timed
 
 MAPS = 6
@@ -36,23 +36,28 @@ def window_key(x: int) -> int:
     return x // WINDOW
 
 
-def chain_dag(n: int, fused: bool = False) -> DAG:
+def chain_dag(n: int) -> DAG:
+    """The DAG version: six separate map vertices, as seed 004 ran it."""
     dag = DAG()
     prev = dag.new_vertex("source", items_source(range(n)))
-    if fused:
-        t = Transform()
-        for _ in range(MAPS):
-            t = t.map(identity)
-        stages = [dag.new_vertex("fused-maps", transform_processor(t))]
-    else:
-        stages = [dag.new_vertex(f"map-{i + 1}", map_processor(identity)) for i in range(MAPS)]
-    for v in stages:
+    for i in range(MAPS):
+        v = dag.new_vertex(f"map-{i + 1}", map_processor(identity))
         dag.edge(Edge.between(prev, v))
         prev = v
     count = dag.new_vertex("count-per-window", aggregate_by_key(window_key, counting), local_parallelism=1)
     sink = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
     dag.edge(Edge.between(prev, count).all_to_one()).edge(Edge.between(count, sink))
     return dag
+
+
+def chain_pipeline(n: int) -> Pipeline:
+    """The Pipeline version: the planner fuses the six maps into one vertex."""
+    p = Pipeline()
+    stage = p.read_from(sources.items(range(n)))
+    for _ in range(MAPS):
+        stage = stage.map(identity)
+    stage.group_by(window_key).aggregate(counting).write_to(sinks.collect())
+    return p
 
 
 def plain_loop(n: int) -> dict[int, int]:
@@ -108,7 +113,7 @@ def queue_threads(n: int, capacity: int = 1024) -> dict[int, int]:
 def run(items: int = 2_000_000, repeat: int = 3, fused: bool = False, threads: int = 1,
         queue_items: int = 100_000) -> BenchReport:
     service = ExecutionService(cooperative_threads=threads)
-    dag = chain_dag(items, fused=fused)
+    dag = chain_pipeline(items).to_dag() if fused else chain_dag(items)
     timings = interleaved({"engine": lambda: service.run(dag), "baseline": on_thread(lambda: plain_loop(items))}, repeat)
     engine, baseline = timings["engine"], timings["baseline"]
     equal = sorted(engine.result) == sorted(baseline.result.items())

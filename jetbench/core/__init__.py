@@ -4,7 +4,15 @@ Standard library only.
 """
 
 from .dag import DAG, DEFAULT_QUEUE_SIZE, Edge, Routing, Vertex
-from .errors import DagError, JetbenchError, JobCancelled, JobError, JobTimeout
+from .errors import (
+    DagError,
+    JetbenchError,
+    JobCancelled,
+    JobError,
+    JobTimeout,
+    PipelineError,
+    RunnerError,
+)
 from .execution import ExecutionService
 from .idle import BackoffIdler, IdleConfig
 from .inbox import Inbox
@@ -34,9 +42,11 @@ __all__ = [
     "JobTimeout",
     "MetricsSampler",
     "Outbox",
+    "PipelineError",
     "Processor",
     "ProcessorContext",
     "Routing",
+    "RunnerError",
     "TaskletStatistics",
     "Vertex",
     "Watermark",

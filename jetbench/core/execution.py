@@ -26,9 +26,9 @@ from collections import deque
 from typing import Any
 
 from .dag import DAG
-from .errors import JetbenchError
+from .errors import JetbenchError, JobError
 from .idle import BackoffIdler, IdleConfig
-from .job import Job
+from .job import Job, JobStatus
 from .plan import build_tasklets, collect_result
 from .tasklet import DONE_STATE, ProcessorTasklet, TaskletAborted
 
@@ -295,7 +295,12 @@ class ExecutionService:
         def wait_for_room(t: ProcessorTasklet) -> None:
             blocking[id(t)].wait_for_room(t)
 
-        tasklets = build_tasklets(dag, job, self.cooperative_threads, self.outbox_capacity, wait_for_room)
+        try:
+            tasklets = build_tasklets(dag, job, self.cooperative_threads, self.outbox_capacity, wait_for_room)
+        except JobError as exc:  # a vertex supplier raised: the job fails and join() raises it
+            job._fail(exc, JobStatus.FAILED)
+            job._start([], lambda: None)
+            return job
         job.tasklets = tasklets
         workers: list[_Worker] = [
             CooperativeWorker(i, job, self.idle, self.slow_call_ns, f"jetbench.{job.name}.cooperative-{i}")

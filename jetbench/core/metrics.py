@@ -7,7 +7,7 @@ readers take a snapshot without locks (a value may be one batch stale, never tor
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ class TaskletStatistics:
     slow_calls: int
     max_call_ms: float
     backpressure: bool  # the last flush could not move everything: a downstream queue is full
+    processor_metrics: dict = field(default_factory=dict)  # the processor's own, e.g. late events
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ def snapshot(job: Job) -> JobMetrics:
             slow_calls=t.slow_calls,
             max_call_ms=t.max_call_ns / 1e6,
             backpressure=t.refused,
+            processor_metrics=t.processor.metrics(),
         )
         for t in list(job.tasklets)
     )
@@ -133,7 +135,7 @@ class MetricsSampler:
     """Samples a job's metrics every ``interval_s`` on its own thread into flat records.
 
     Each record is a dict with ``t`` (seconds since submission), ``kind`` ("tasklet" or
-    "worker") and the statistics' fields. The thread stops after one last sample when the job
+    "worker") and the statistics' fields (a worker's own ``kind`` becomes ``worker_kind``). The thread stops after one last sample when the job
     ends, or on `stop()`.
     """
 
@@ -159,7 +161,9 @@ class MetricsSampler:
         for t in m.tasklets:
             self.records.append({"t": m.elapsed_s, "kind": "tasklet", **asdict(t)})
         for w in m.workers:
-            self.records.append({"t": m.elapsed_s, "kind": "worker", **asdict(w)})
+            row = asdict(w)
+            row["worker_kind"] = row.pop("kind")  # "cooperative"/"blocking"; "kind" is the record type
+            self.records.append({"t": m.elapsed_s, "kind": "worker", **row})
         return m
 
     def _run(self) -> None:

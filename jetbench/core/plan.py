@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,8 @@ from .processor import Processor, ProcessorContext
 from .queues import InboundStream, SPSCQueue
 from .routing import make_collector
 from .tasklet import ProcessorTasklet
+
+_log = logging.getLogger("jetbench")
 
 
 def connected(edge: Edge, producer: int, consumer: int, producers: int) -> bool:
@@ -51,23 +54,32 @@ def build_tasklets(
             collector = make_collector(edge.routing, targets, edge.key_fn)
             outbound.setdefault((src, i), []).append((edge.source_ordinal, collector))
 
-    tasklets = []
-    for vertex in dag.vertices:
-        lp = parallelism[vertex.name]
-        for k in range(lp):
-            context = ProcessorContext(vertex.name, k, k, lp, lp)
-            collectors = [c for _, c in sorted(outbound.get((vertex.name, k), []), key=lambda oc: oc[0])]
-            tasklet = ProcessorTasklet(
-                _new_processor(vertex, k),
-                context,
-                sorted(inbound.get((vertex.name, k), []), key=lambda s: s.ordinal),
-                collectors,
-                outbox_capacity=outbox_capacity,
-                inbox_limit=max(outbox_capacity, 1),
-                run=job,
-                wait_for_room=wait_for_room,
-            )
-            tasklets.append(tasklet)
+    tasklets: list[ProcessorTasklet] = []
+    try:
+        for vertex in dag.vertices:
+            lp = parallelism[vertex.name]
+            for k in range(lp):
+                context = ProcessorContext(vertex.name, k, k, lp, lp)
+                collectors = [c for _, c in sorted(outbound.get((vertex.name, k), []), key=lambda oc: oc[0])]
+                tasklet = ProcessorTasklet(
+                    _new_processor(vertex, k),
+                    context,
+                    sorted(inbound.get((vertex.name, k), []), key=lambda s: s.ordinal),
+                    collectors,
+                    outbox_capacity=outbox_capacity,
+                    inbox_limit=max(outbox_capacity, 1),
+                    run=job,
+                    wait_for_room=wait_for_room,
+                )
+                tasklets.append(tasklet)
+    except BaseException:
+        # close() is always called, even without init: close what was created before the failure
+        for t in tasklets:
+            try:
+                t.close_processor()
+            except Exception:
+                _log.exception("closing %s after a failed job setup", t.name)
+        raise
     return tasklets
 
 
@@ -76,7 +88,9 @@ def _new_processor(vertex: Vertex, index: int) -> Processor:
         processor = vertex.supplier()
     except Exception as exc:
         raise JobError(
-            f"vertex {vertex.name!r}: its supplier raised {type(exc).__name__}: {exc}", vertex.name, index
+            f"vertex {vertex.name!r} instance {index}: its supplier raised {type(exc).__name__}: {exc}",
+            vertex.name,
+            index,
         ) from exc
     if not isinstance(processor, Processor):
         raise DagError(

@@ -86,6 +86,14 @@ class Processor:
     def close(self) -> None:
         """Release resources. Always called last, even after a failure or without ``init``."""
 
+    def metrics(self) -> dict[str, int]:
+        """The processor's own counters for `Job.metrics` (e.g. ``late_events_dropped``).
+
+        The default reports the ``late_events_dropped`` attribute when the processor has one.
+        """
+        late = getattr(self, "late_events_dropped", None)
+        return {} if late is None else {"late_events_dropped": late}
+
     def result_part(self) -> Any:
         """What this instance contributes to ``Job.result`` (only read when ``collects`` is True)."""
         return None

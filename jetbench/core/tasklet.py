@@ -127,6 +127,8 @@ class ProcessorTasklet:
     def _step_process(self) -> bool:
         inbox = self.inbox
         if not inbox:
+            if self._edges_to_complete:  # the batch just processed was the end of its stream
+                return self._transition(self._step_complete_edge, "COMPLETE_EDGE")
             if self._pending_watermark is not None:
                 return self._process_watermark()
             if self._has_try_process and not self.processor.try_process():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..core.items import Watermark
 from ..core.outbox import Outbox
+from ..core.processor import Processor, ProcessorContext
 
 _UNBOUNDED = 1 << 30
 
@@ -50,3 +52,20 @@ class Emitter:
         n = self.outbox.offer_batch(items, ordinal)
         if n < len(items):
             self.pending.append((ordinal, items[n:]))
+
+
+class EmittingProcessor(Processor):
+    """Base of processors that emit through an `Emitter` (``self._emitter``).
+
+    Output the outbox refused waits in the emitter, out of the outbox's sight; so a watermark
+    is forwarded only after that output has gone, never ahead of it.
+    """
+
+    _emitter: Emitter
+
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
+        super().init(outbox, context)
+        self._emitter = Emitter(outbox)
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        return self._emitter.flush() and self.outbox.offer(watermark)

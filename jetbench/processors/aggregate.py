@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.errors import JetbenchError
 from ..core.processor import Processor
-from ._emit import Emitter
+from ._emit import EmittingProcessor
 
 _MISSING = object()
 
@@ -67,31 +67,38 @@ def _zero() -> int:
 counting = AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub)
 
 
-class _KeyedEmitterP(Processor):
-    """Holds key -> accumulator and emits ``(key, finish(acc))`` pairs from ``complete()``."""
+class _KeyedEmitterP(EmittingProcessor):
+    """Holds key -> accumulator and emits ``(key, finish(acc))`` pairs from ``complete()``.
 
-    def __init__(self, op: AggregateOperation, finish: bool):
+    ``values_only`` emits just the values (a global aggregate, all under one key), and
+    ``emit_empty`` then emits ``finish(create())`` when no item arrived at all.
+    """
+
+    def __init__(self, op: AggregateOperation, finish: bool, values_only: bool = False, emit_empty: bool = False):
         self.op = op
         self.groups: dict[Hashable, Any] = {}
         self._finish = op.finish_fn if finish else None
+        self._values_only = values_only
+        self._emit_empty = emit_empty
         self._results = None
-
-    def init(self, outbox, context) -> None:
-        super().init(outbox, context)
-        self._emitter = Emitter(outbox)
 
     def complete(self) -> bool:
         emitter = self._emitter
         if not emitter.flush():
             return False
         if self._results is None:
+            if self._emit_empty and not self.groups:
+                self.groups[None] = self.op.create()
             self._results = iter(self.groups.items())
         room = emitter.room()
         if room <= 0:
             return False
         finish = self._finish
         pairs = islice(self._results, room)
-        chunk = list(pairs) if finish is None else [(k, finish(a)) for k, a in pairs]
+        if self._values_only:
+            chunk = [a for _, a in pairs] if finish is None else [finish(a) for _, a in pairs]
+        else:
+            chunk = list(pairs) if finish is None else [(k, finish(a)) for k, a in pairs]
         if chunk:
             emitter.emit(chunk)
         if len(chunk) < room and not emitter.pending:
@@ -103,8 +110,8 @@ class _KeyedEmitterP(Processor):
 class AccumulateByKeyP(_KeyedEmitterP):
     """Stage 1 (or single stage with ``finish=True``): fold items into per-key accumulators."""
 
-    def __init__(self, key_fn: Callable[[Any], Hashable], op: AggregateOperation, finish: bool = False):
-        super().__init__(op, finish)
+    def __init__(self, key_fn: Callable[[Any], Hashable], op: AggregateOperation, finish: bool = False, **flags: bool):
+        super().__init__(op, finish, **flags)
         self.key_fn = key_fn
 
     def process(self, ordinal: int, inbox) -> None:
@@ -122,10 +129,10 @@ class AccumulateByKeyP(_KeyedEmitterP):
 class CombineByKeyP(_KeyedEmitterP):
     """Stage 2: combine ``(key, accumulator)`` pairs from stage 1 and emit finished results."""
 
-    def __init__(self, op: AggregateOperation):
+    def __init__(self, op: AggregateOperation, **flags: bool):
         if op.combine is None:
             raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
-        super().__init__(op, finish=True)
+        super().__init__(op, finish=True, **flags)
 
     def process(self, ordinal: int, inbox) -> None:
         groups = self.groups
@@ -163,3 +170,180 @@ def combine_by_key(op: AggregateOperation) -> _Supplier:
 def aggregate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> _Supplier:
     """Single-stage supplier: emits ``(key, result)`` when its input completes."""
     return _Supplier(lambda: AccumulateByKeyP(key_fn, op, finish=True), "aggregate_by_key")
+
+
+def _no_key(item: Any) -> None:
+    return None
+
+
+def accumulate(op: AggregateOperation) -> _Supplier:
+    """Global stage 1: emits ``(None, accumulator)`` when its input completes."""
+    return _Supplier(lambda: AccumulateByKeyP(_no_key, op), "accumulate")
+
+
+def combine(op: AggregateOperation) -> _Supplier:
+    """Global stage 2 (parallelism 1): combines stage-1 accumulators, emits the one result."""
+    return _Supplier(lambda: CombineByKeyP(op, values_only=True, emit_empty=True), "combine")
+
+
+def aggregate(op: AggregateOperation) -> _Supplier:
+    """Global single stage (parallelism 1): emits the one result, ``finish(create())`` if empty."""
+    return _Supplier(lambda: AccumulateByKeyP(_no_key, op, finish=True, values_only=True, emit_empty=True), "aggregate")
+
+
+# -- the operation library (re-exported as jetbench.aggregate) ----------------------------------
+
+_EMPTY = None
+
+
+def summing(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
+    """Sum of ``fn(item)``.
+
+    >>> op = summing(len)
+    >>> op.accumulate(op.accumulate(op.create(), "ab"), "c")
+    3
+    """
+    return AggregateOperation(
+        create=_zero,
+        accumulate=lambda acc, item: acc + fn(item),
+        combine=operator.add,
+        deduct=operator.sub,
+    )
+
+
+def averaging(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
+    """Mean of ``fn(item)``; None for an empty group. The accumulator is ``(sum, count)``."""
+
+    def accumulate(acc: tuple, item: Any) -> tuple:
+        return acc[0] + fn(item), acc[1] + 1
+
+    return AggregateOperation(
+        create=lambda: (0, 0),
+        accumulate=accumulate,
+        combine=lambda a, b: (a[0] + b[0], a[1] + b[1]),
+        finish=lambda acc: acc[0] / acc[1] if acc[1] else None,
+        deduct=lambda a, b: (a[0] - b[0], a[1] - b[1]),
+    )
+
+
+def _extreme(fn: Callable[[Any], Any], better: Callable[[Any, Any], bool]) -> AggregateOperation:
+    def accumulate(acc: Any, item: Any) -> Any:
+        return item if acc is _EMPTY or better(fn(item), fn(acc)) else acc
+
+    def combine(a: Any, b: Any) -> Any:
+        if a is _EMPTY:
+            return b
+        if b is _EMPTY:
+            return a
+        return b if better(fn(b), fn(a)) else a
+
+    return AggregateOperation(create=lambda: _EMPTY, accumulate=accumulate, combine=combine)
+
+
+def min_by(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
+    """The item with the smallest ``fn(item)`` (the first one on ties); None if empty."""
+    return _extreme(fn, operator.lt)
+
+
+def max_by(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
+    """The item with the largest ``fn(item)`` (the first one on ties); None if empty."""
+    return _extreme(fn, operator.gt)
+
+
+def _append(acc: list, item: Any) -> list:
+    acc.append(item)
+    return acc
+
+
+def _extend(a: list, b: list) -> list:
+    a.extend(b)
+    return a
+
+
+def _add(acc: set, item: Any) -> set:
+    acc.add(item)
+    return acc
+
+
+def _union(a: set, b: set) -> set:
+    a |= b
+    return a
+
+
+#: All items in a list (in arrival order within one instance).
+to_list = AggregateOperation(create=list, accumulate=_append, combine=_extend)
+#: All distinct items in a set.
+to_set = AggregateOperation(create=set, accumulate=_add, combine=_union)
+
+
+def top_n(n: int, key: Callable[[Any], Any] = _identity) -> AggregateOperation:
+    """The ``n`` items with the largest ``key(item)``, largest first.
+
+    >>> op = top_n(2)
+    >>> acc = op.create()
+    >>> for x in [5, 1, 9, 7]:
+    ...     acc = op.accumulate(acc, x)
+    >>> op.finish(acc)
+    [9, 7]
+    """
+    import heapq
+
+    if n < 1:
+        raise JetbenchError(f"top_n needs n >= 1, got {n}")
+    counter = iter(range(1 << 62))
+
+    def accumulate(acc: list, item: Any) -> list:
+        entry = (key(item), -next(counter), item)
+        if len(acc) < n:
+            heapq.heappush(acc, entry)
+        elif entry > acc[0]:
+            heapq.heapreplace(acc, entry)
+        return acc
+
+    def combine(a: list, b: list) -> list:
+        for entry in b:
+            if len(a) < n:
+                heapq.heappush(a, entry)
+            elif entry > a[0]:
+                heapq.heapreplace(a, entry)
+        return a
+
+    return AggregateOperation(
+        create=list,
+        accumulate=accumulate,
+        combine=combine,
+        finish=lambda acc: [item for _, _, item in sorted(acc, reverse=True)],
+    )
+
+
+def all_of(*ops: AggregateOperation) -> AggregateOperation:
+    """Several operations at once; the result is a tuple of their results.
+
+    >>> op = all_of(counting, summing())
+    >>> acc = op.create()
+    >>> for x in [1, 2, 3]:
+    ...     acc = op.accumulate(acc, x)
+    >>> op.finish(acc)
+    (3, 6)
+    """
+    if not ops:
+        raise JetbenchError("all_of() needs at least one AggregateOperation")
+    combine = deduct = None
+    if all(op.combine is not None for op in ops):
+
+        def combine(a: tuple, b: tuple) -> tuple:
+            return tuple(op.combine(x, y) for op, x, y in zip(ops, a, b, strict=True))
+
+    if all(op.deduct is not None for op in ops):
+
+        def deduct(a: tuple, b: tuple) -> tuple:
+            return tuple(op.deduct(x, y) for op, x, y in zip(ops, a, b, strict=True))
+
+    finishes = [op.finish_fn for op in ops]
+    return AggregateOperation(
+        create=lambda: tuple(op.create() for op in ops),
+        accumulate=lambda acc, item: tuple(op.accumulate(a, item) for op, a in zip(ops, acc, strict=True)),
+        combine=combine,
+        finish=lambda acc: tuple(f(a) for f, a in zip(finishes, acc, strict=True)),
+        deduct=deduct,
+    )

@@ -6,11 +6,10 @@ from collections.abc import Iterable, Sequence
 from itertools import islice
 from typing import Any
 
-from ..core.processor import Processor
-from ._emit import Emitter
+from ._emit import EmittingProcessor
 
 
-class ItemsSourceP(Processor):
+class ItemsSourceP(EmittingProcessor):
     """Emits the items of an iterable in batches.
 
     A sequence (list, tuple, range) is split over the vertex's instances by stride (instance
@@ -23,7 +22,6 @@ class ItemsSourceP(Processor):
 
     def init(self, outbox, context) -> None:
         super().init(outbox, context)
-        self._emitter = Emitter(outbox)
         items, n, k = self._items, context.total_parallelism, context.global_index
         if isinstance(items, Sequence):
             self._iterator = iter(items[k::n] if n > 1 else items)

@@ -13,37 +13,65 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..core.processor import Processor
-from ._emit import Emitter
+from ._emit import EmittingProcessor
 
 MAP, FILTER, FLAT_MAP = "map", "filter", "flat_map"
 
 
 class Transform:
-    """An immutable chain of map/filter/flat_map steps; calling it on a list returns a new list."""
+    """An immutable chain of map/filter/flat_map steps; calling it on a list returns a new list.
 
-    __slots__ = ("steps", "_fn")
+    With ``timestamped=True`` the batch holds ``(ts, item)`` tuples: the steps apply to the
+    item and each output keeps its input's timestamp, unless ``keep_timestamps=False`` drops
+    them (the planner's way of handing plain items to a timestamp-unaware consumer).
 
-    def __init__(self, steps: tuple[tuple[str, Callable[..., Any]], ...] = ()):
+    >>> Transform(timestamped=True).map(str.upper)([(5, "a"), (7, "b")])
+    [(5, 'A'), (7, 'B')]
+    >>> Transform(timestamped=True, keep_timestamps=False)([(5, "a")])
+    ['a']
+    """
+
+    __slots__ = ("steps", "timestamped", "keep_timestamps", "_fn")
+
+    def __init__(
+        self,
+        steps: tuple[tuple[str, Callable[..., Any]], ...] = (),
+        timestamped: bool = False,
+        keep_timestamps: bool = True,
+    ):
         for kind, fn in steps:
             if kind not in (MAP, FILTER, FLAT_MAP):
                 raise ValueError(f"unknown transform step {kind!r}")
             if not callable(fn):
                 raise TypeError(f"{kind} step needs a callable, got {fn!r}")
         self.steps = steps
-        self._fn = _compile(steps)
+        self.timestamped = timestamped
+        self.keep_timestamps = keep_timestamps
+        self._fn = _compile(steps, timestamped, timestamped and keep_timestamps)
+
+    def _with(self, steps: tuple, keep_timestamps: bool | None = None) -> Transform:
+        keep = self.keep_timestamps if keep_timestamps is None else keep_timestamps
+        return Transform(steps, self.timestamped, keep)
 
     def map(self, fn: Callable[[Any], Any]) -> Transform:
-        return Transform((*self.steps, (MAP, fn)))
+        return self._with((*self.steps, (MAP, fn)))
 
     def filter(self, fn: Callable[[Any], Any]) -> Transform:
-        return Transform((*self.steps, (FILTER, fn)))
+        return self._with((*self.steps, (FILTER, fn)))
 
     def flat_map(self, fn: Callable[[Any], Iterable[Any]]) -> Transform:
-        return Transform((*self.steps, (FLAT_MAP, fn)))
+        return self._with((*self.steps, (FLAT_MAP, fn)))
 
     def then(self, other: Transform) -> Transform:
-        return Transform(self.steps + other.steps)
+        return self._with(self.steps + other.steps, other.keep_timestamps)
+
+    def dropping_timestamps(self) -> Transform:
+        """The same chain, emitting plain items from timestamped input."""
+        return self._with(self.steps, keep_timestamps=False)
+
+    @property
+    def emits_timestamped(self) -> bool:
+        return self.timestamped and self.keep_timestamps
 
     @property
     def expands(self) -> bool:
@@ -57,8 +85,20 @@ class Transform:
         inner = ", ".join(f"{kind}({getattr(fn, '__name__', fn)})" for kind, fn in self.steps)
         return f"Transform({inner})"
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Transform) and (self.steps, self.timestamped, self.keep_timestamps) == (
+            other.steps,
+            other.timestamped,
+            other.keep_timestamps,
+        )
 
-def _compile(steps: tuple[tuple[str, Callable[..., Any]], ...]) -> Callable[[list], list]:
+    def __hash__(self) -> int:
+        return hash((self.steps, self.timestamped, self.keep_timestamps))
+
+
+def _compile(
+    steps: tuple[tuple[str, Callable[..., Any]], ...], timestamped: bool = False, keep: bool = False
+) -> Callable[[list], list]:
     """One comprehension for the whole chain.
 
     Consecutive maps nest as calls, ``f1(f0(x))``; a filter binds the value it tests with
@@ -66,10 +106,10 @@ def _compile(steps: tuple[tuple[str, Callable[..., Any]], ...]) -> Callable[[lis
     Python-to-Python calls made from a comprehension, which makes this ~35% faster per item
     than ``list(map(f, batch))``.
     """
-    if not steps:
+    if not steps and not timestamped:
         return list
     env = {f"f{i}": fn for i, (_, fn) in enumerate(steps)}
-    expr, clauses = "x0", ["for x0 in batch"]
+    expr, clauses = "x0", ["for (t, x0) in batch" if timestamped else "for x0 in batch"]
     for i, (kind, _) in enumerate(steps):
         if kind == MAP:
             expr = f"f{i}({expr})"
@@ -82,11 +122,13 @@ def _compile(steps: tuple[tuple[str, Callable[..., Any]], ...]) -> Callable[[lis
         else:
             clauses.append(f"for {var} in f{i}({expr})")
             expr = var
+    if keep:
+        expr = f"(t, {expr})"
     source = f"lambda batch: [{expr} {' '.join(clauses)}]"
     return eval(compile(source, "<jetbench fused transform>", "eval"), env)  # noqa: S307 - our own code
 
 
-class TransformP(Processor):
+class TransformP(EmittingProcessor):
     """Applies a `Transform` to each inbox batch and emits the result to every outbound ordinal.
 
     For chains with flat_map it sizes its input batches by the observed expansion, so what the
@@ -97,10 +139,6 @@ class TransformP(Processor):
         self._transform = transform
         self._expands = transform.expands
         self._ratio = 1.0
-
-    def init(self, outbox, context) -> None:
-        super().init(outbox, context)
-        self._emitter = Emitter(outbox)
 
     def process(self, ordinal: int, inbox) -> None:
         emitter = self._emitter

@@ -1,0 +1,353 @@
+"""The Pipeline API: stages chained fluently; the planner turns them into a DAG.
+
+>>> from jetbench import Pipeline, run, sources, sinks, aggregate
+>>> p = Pipeline()
+>>> words = p.read_from(sources.items(["a b", "b"])).flat_map(str.split)
+>>> _ = words.group_by(lambda w: w).aggregate(aggregate.counting).write_to(sinks.collect())
+>>> sorted(run(p))
+[('a', 1), ('b', 2)]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import PipelineError
+from ..processors.aggregate import AggregateOperation
+from ..processors.windowing import WindowDefinition
+from .connectors import Sink, Source
+
+if TYPE_CHECKING:
+    from ..core.dag import DAG
+
+
+@dataclass(eq=False)
+class Node:
+    """One transform in the pipeline graph; ``upstream`` nodes come earlier in ``Pipeline.nodes``."""
+
+    kind: str
+    name: str
+    upstream: list[Node]
+    params: dict[str, Any] = field(default_factory=dict)
+    local_parallelism: int | None = None
+    timestamped: bool = False  # items leaving this node are (ts, item) tuples
+    streaming: bool = False  # fed by an unbounded source
+
+    def __repr__(self) -> str:
+        return f"Node({self.kind}, {self.name!r})"
+
+
+class Pipeline:
+    """A job written as a chain of stages, as in seed 002 (``p.read_from(...).map(...)...``)."""
+
+    def __init__(self, fuse: bool = True) -> None:
+        """``fuse=False`` keeps every map/filter/flat_map in its own vertex (seed 004's job)."""
+        self.fuse = fuse
+        self.nodes: list[Node] = []
+        self._names: set[str] = set()
+        self._counter = itertools.count(1)
+
+    def read_from(self, source: Source) -> Stage:
+        """Start a stage from a `Source` (see `jetbench.sources`)."""
+        if not isinstance(source, Source):
+            raise PipelineError(f"read_from() takes a jetbench.sources Source, got {source!r}")
+        node = self._add(
+            "source", source.name, [], {"source": source}, source.local_parallelism,
+            timestamped=source.timestamped, streaming=source.streaming,
+        )
+        return Stage(self, node)
+
+    def to_dag(self, fuse: bool | None = None) -> DAG:
+        """Plan the pipeline into a `DAG`, fusing map/filter/flat_map chains unless ``fuse`` is
+        False (default: the pipeline's own ``fuse`` setting)."""
+        from .planner import Planner
+
+        return Planner(self, fuse=self.fuse if fuse is None else fuse).plan()
+
+    def explain(self, fuse: bool | None = None) -> str:
+        """The planned DAG as text: vertices with parallelism and what they run, edges with routing."""
+        from .planner import explain
+
+        return explain(self.to_dag(fuse=fuse))
+
+    def _add(self, kind: str, name: str | None, upstream: list[Node], params: dict[str, Any],
+             local_parallelism: int | None = None, **flags: bool) -> Node:
+        base = name or kind
+        unique = base
+        while unique in self._names:
+            unique = f"{base}-{next(self._counter)}"
+        self._names.add(unique)
+        if flags.get("timestamped") is None:
+            flags["timestamped"] = any(u.timestamped for u in upstream)
+        if flags.get("streaming") is None:
+            flags["streaming"] = any(u.streaming for u in upstream)
+        node = Node(kind, unique, upstream, params, local_parallelism, **flags)
+        self.nodes.append(node)
+        return node
+
+    def __repr__(self) -> str:
+        return f"Pipeline({len(self.nodes)} stages)"
+
+
+class Stage:
+    """A stage of items; its methods add the next stage and return it."""
+
+    def __init__(self, pipeline: Pipeline, node: Node):
+        self.pipeline = pipeline
+        self.node = node
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def __repr__(self) -> str:
+        return f"Stage({self.node.name!r}, {self.node.kind})"
+
+    def _next(self, kind: str, name: str | None, params: dict[str, Any], upstream: list[Node] | None = None,
+              **flags: Any) -> Stage:
+        node = self.pipeline._add(kind, name, upstream or [self.node], params, **flags)
+        return Stage(self.pipeline, node)
+
+    # -- stateless ------------------------------------------------------------------------------
+
+    def map(self, fn: Callable[[Any], Any], name: str | None = None) -> Stage:
+        """Each item becomes ``fn(item)``."""
+        return self._next("map", name or _fn_name("map", fn), {"fn": _callable(fn, "map", self)})
+
+    def filter(self, fn: Callable[[Any], Any], name: str | None = None) -> Stage:
+        """Keep the items for which ``fn(item)`` is truthy."""
+        return self._next("filter", name or _fn_name("filter", fn), {"fn": _callable(fn, "filter", self)})
+
+    def flat_map(self, fn: Callable[[Any], Iterable[Any]], name: str | None = None) -> Stage:
+        """Each item becomes every item of ``fn(item)``."""
+        return self._next("flat_map", name or _fn_name("flat_map", fn), {"fn": _callable(fn, "flat_map", self)})
+
+    def peek(self, fn: Callable[[Any], Any] | None = None, name: str | None = None) -> Stage:
+        """Call ``fn(item)`` (default: log it) for every item passing through; items are unchanged."""
+        if fn is None:
+            import logging
+
+            log = logging.getLogger("jetbench.peek")
+            fn = log.info
+        return self._next("peek", name or "peek", {"fn": _callable(fn, "peek", self)})
+
+    def map_using_service(self, service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any],
+                          name: str | None = None) -> Stage:
+        """``fn(service, item)`` where blocking is allowed: runs on a dedicated (non-cooperative)
+        thread per instance; ``service = service_factory()`` is made once per instance."""
+        params = {"service_factory": _callable(service_factory, "service_factory", self),
+                  "fn": _callable(fn, "map_using_service", self)}
+        return self._next("map_using_service", name or _fn_name("map_using_service", fn), params)
+
+    def map_using_service_async(self, service_factory: Callable[[], Any], async_fn: Callable[[Any, Any], Any],
+                                max_concurrent: int = 16, name: str | None = None) -> Stage:
+        """``await async_fn(service, item)`` with up to ``max_concurrent`` calls in flight per
+        instance; results keep the input order. The tasklet stays cooperative."""
+        if max_concurrent < 1:
+            raise PipelineError(f"stage {self.name!r}: max_concurrent must be >= 1, got {max_concurrent}")
+        params = {"service_factory": _callable(service_factory, "service_factory", self),
+                  "fn": _callable(async_fn, "map_using_service_async", self), "max_concurrent": max_concurrent}
+        return self._next("map_using_service_async", name or _fn_name("map_async", async_fn), params)
+
+    # -- time --------------------------------------------------------------------------------------
+
+    def add_timestamps(self, ts_fn: Callable[[Any], float], allowed_lag: float = 0, name: str | None = None,
+                       idle_timeout_ms: float = 60_000) -> Stage:
+        """Give items event time ``ts_fn(item)`` (ms) and insert watermarks lagging the highest
+        timestamp seen by ``allowed_lag`` ms; later events more than that behind are late."""
+        if self.node.timestamped:
+            raise PipelineError(f"stage {self.name!r} already has timestamps")
+        if allowed_lag < 0:
+            raise PipelineError(f"stage {self.name!r}: allowed_lag must be >= 0, got {allowed_lag}")
+        params = {"ts_fn": _callable(ts_fn, "add_timestamps", self), "allowed_lag": allowed_lag,
+                  "idle_timeout_ms": idle_timeout_ms}
+        return self._next("timestamps", name or "add-timestamps", params, timestamped=True)
+
+    def window(self, window_def: WindowDefinition) -> WindowedStage:
+        """Aggregate per event-time window: ``stage.window(tumbling(1000)).aggregate(counting)``."""
+        _check_window(self, window_def)
+        return WindowedStage(self, None, window_def)
+
+    # -- aggregation -------------------------------------------------------------------------------
+
+    def group_by(self, key_fn: Callable[[Any], Hashable]) -> GroupedStage:
+        """Group items by ``key_fn(item)``; follow with `aggregate` or `window`."""
+        return GroupedStage(self, _callable(key_fn, "group_by", self))
+
+    def aggregate(self, op: AggregateOperation, name: str | None = None) -> Stage:
+        """One result over all items, emitted when the input completes (batch stages only)."""
+        _check_op(self, op)
+        _check_bounded(self, "aggregate")
+        return self._next("aggregate", name or "aggregate", {"op": op}, timestamped=False)
+
+    # -- combining stages ----------------------------------------------------------------------
+
+    def merge(self, other: Stage, name: str | None = None) -> Stage:
+        """All items of this stage and of ``other``."""
+        _check_same_pipeline(self, other)
+        if self.node.timestamped != other.node.timestamped:
+            raise PipelineError(f"merge of {self.name!r} and {other.name!r}: both or neither must have timestamps")
+        return self._next("merge", name or "merge", {}, upstream=[self.node, other.node])
+
+    def hash_join(self, other: Stage, key_fn: Callable[[Any], Hashable], other_key_fn: Callable[[Any], Hashable],
+                  how: str = "inner", name: str | None = None) -> Stage:
+        """Pair each item with every item of ``other`` (a batch stage, loaded first) whose key
+        matches: emits ``(item, other_item)``; ``how="left"`` also emits ``(item, None)``."""
+        _check_same_pipeline(self, other)
+        if how not in ("inner", "left"):
+            raise PipelineError(f"stage {self.name!r}: hash_join how must be 'inner' or 'left', got {how!r}")
+        _check_bounded(other, "the build side of hash_join")
+        params = {"key_fn": _callable(key_fn, "hash_join", self), "other_key_fn": _callable(other_key_fn, "hash_join", self),
+                  "how": how}
+        return self._next("hash_join", name or "hash-join", params, upstream=[self.node, other.node],
+                          timestamped=self.node.timestamped)
+
+    def co_group(self, other: Stage, key_fn: Callable[[Any], Hashable], other_key_fn: Callable[[Any], Hashable],
+                 name: str | None = None) -> Stage:
+        """Group both stages by key: emits ``(key, [items], [other items])`` (batch stages)."""
+        _check_same_pipeline(self, other)
+        _check_bounded(self, "co_group")
+        _check_bounded(other, "co_group")
+        params = {"key_fn": _callable(key_fn, "co_group", self), "other_key_fn": _callable(other_key_fn, "co_group", self)}
+        return self._next("co_group", name or "co-group", params, upstream=[self.node, other.node], timestamped=False)
+
+    def rebalance(self, key_fn: Callable[[Any], Hashable] | None = None) -> Stage:
+        """Spread items over the next stage's instances (round-robin, or by ``key_fn``); stops fusion."""
+        return self._next("rebalance", "rebalance", {"key_fn": key_fn})
+
+    def set_local_parallelism(self, n: int) -> Stage:
+        """Run this stage with ``n`` parallel instances."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise PipelineError(f"stage {self.name!r}: local parallelism must be an int >= 1, got {n!r}")
+        if self.node.kind == "rebalance":
+            raise PipelineError("set the parallelism on the stage after rebalance()")
+        self.node.local_parallelism = n
+        return self
+
+    def set_name(self, name: str) -> Stage:
+        self.pipeline._names.discard(self.node.name)
+        if name in self.pipeline._names:
+            raise PipelineError(f"a stage named {name!r} already exists")
+        self.pipeline._names.add(name)
+        self.node.name = name
+        return self
+
+    # -- sinks -------------------------------------------------------------------------------------
+
+    def write_to(self, sink: Sink) -> SinkStage:
+        """Send the items to a `Sink` (see `jetbench.sinks`)."""
+        if not isinstance(sink, Sink):
+            raise PipelineError(f"stage {self.name!r}: write_to() takes a jetbench.sinks Sink, got {sink!r}")
+        if sink.requires_timestamped and not self.node.timestamped:
+            raise PipelineError(
+                f"stage {self.name!r}: sink {sink.name!r} needs timestamped items; "
+                "use a timestamped source or add_timestamps() first"
+            )
+        node = self.pipeline._add("sink", sink.name, [self.node], {"sink": sink}, sink.local_parallelism,
+                                  timestamped=False)
+        return SinkStage(self.pipeline, node)
+
+
+class SinkStage(Stage):
+    """The end of a branch; nothing follows a sink (only its parallelism and name can be set)."""
+
+    def _refuse(self, what: str) -> Any:
+        raise PipelineError(f"stage {self.node.name!r} is a sink: nothing can follow it (tried .{what}())")
+
+    def _next(self, kind: str, *args: Any, **kwargs: Any) -> Stage:
+        return self._refuse(kind)
+
+    def group_by(self, *args: Any, **kwargs: Any) -> GroupedStage:
+        return self._refuse("group_by")
+
+    def window(self, *args: Any, **kwargs: Any) -> WindowedStage:
+        return self._refuse("window")
+
+    def write_to(self, *args: Any, **kwargs: Any) -> SinkStage:
+        return self._refuse("write_to")
+
+    def add_timestamps(self, *args: Any, **kwargs: Any) -> Stage:
+        return self._refuse("add_timestamps")
+
+
+class GroupedStage:
+    """A stage grouped by key; ``aggregate`` emits ``(key, value)`` pairs."""
+
+    def __init__(self, stage: Stage, key_fn: Callable[[Any], Hashable]):
+        self.stage = stage
+        self.key_fn = key_fn
+
+    def aggregate(self, op: AggregateOperation, name: str | None = None) -> Stage:
+        _check_op(self.stage, op)
+        _check_bounded(self.stage, "group_by(...).aggregate")
+        return self.stage._next("group_aggregate", name or "group-aggregate", {"op": op, "key_fn": self.key_fn},
+                                timestamped=False)
+
+    def window(self, window_def: WindowDefinition) -> WindowedStage:
+        _check_window(self.stage, window_def)
+        return WindowedStage(self.stage, self.key_fn, window_def)
+
+
+class WindowedStage:
+    """A stage with a window definition (and maybe a key); ``aggregate`` emits `WindowResult` items."""
+
+    def __init__(self, stage: Stage, key_fn: Callable[[Any], Hashable] | None, window_def: WindowDefinition):
+        self.stage = stage
+        self.key_fn = key_fn
+        self.window_def = window_def
+
+    def aggregate(self, op: AggregateOperation, name: str | None = None) -> Stage:
+        _check_op(self.stage, op)
+        if self.window_def.kind == "session" and op.combine is None:
+            raise PipelineError(f"stage {self.stage.name!r}: session windows need an aggregate op with combine")
+        if self.window_def.kind == "sliding" and not self.window_def.is_tumbling and op.combine is None:
+            raise PipelineError(f"stage {self.stage.name!r}: sliding windows need an aggregate op with combine")
+        params = {"op": op, "key_fn": self.key_fn, "window": self.window_def}
+        return self.stage._next("window_aggregate", name or f"window-{self.window_def!r}", params, timestamped=True)
+
+
+def _fn_name(kind: str, fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__name__", "")
+    return kind if not name or name == "<lambda>" else f"{kind}-{name}"
+
+
+def _callable(fn: Any, what: str, stage: Stage) -> Any:
+    if not callable(fn):
+        raise PipelineError(f"stage {stage.name!r}: {what} needs a callable, got {fn!r}")
+    return fn
+
+
+def _check_op(stage: Stage, op: Any) -> None:
+    if not isinstance(op, AggregateOperation):
+        raise PipelineError(
+            f"stage {stage.name!r}: aggregate() takes a jetbench.aggregate operation "
+            f"(e.g. aggregate.counting), got {op!r}"
+        )
+
+
+def _check_bounded(stage: Stage, what: str) -> None:
+    if stage.node.streaming:
+        raise PipelineError(
+            f"stage {stage.name!r}: {what} needs a bounded (batch) input; this stage reads an unbounded "
+            "source: use window(...) first"
+        )
+
+
+def _check_window(stage: Stage, window_def: Any) -> None:
+    if not isinstance(window_def, WindowDefinition):
+        raise PipelineError(f"stage {stage.name!r}: window() takes jetbench.window.tumbling/sliding/session, got {window_def!r}")
+    if not stage.node.timestamped:
+        raise PipelineError(
+            f"stage {stage.name!r} has no timestamps: windows need event time; "
+            "use a timestamped source or call add_timestamps() first"
+        )
+
+
+def _check_same_pipeline(stage: Stage, other: Any) -> None:
+    if not isinstance(other, Stage) or isinstance(other, SinkStage):
+        raise PipelineError(f"stage {stage.name!r}: expected another (non-sink) stage, got {other!r}")
+    if other.pipeline is not stage.pipeline:
+        raise PipelineError(f"stages {stage.name!r} and {other.name!r} belong to different pipelines")

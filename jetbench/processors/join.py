@@ -1,0 +1,173 @@
+"""Joins: a hash join against a broadcast build side, and a batch co-group of two keyed inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from itertools import islice
+from typing import Any
+
+from ..core.errors import JetbenchError
+from ._emit import EmittingProcessor
+
+JOIN_KINDS = ("inner", "left")
+
+
+class HashJoinP(EmittingProcessor):
+    """Hash join: ordinal 1 is the build side, ordinal 0 the probe side.
+
+    The build side must arrive first (give its edge a lower priority value, e.g.
+    ``Edge.from_(right, 0).to(join, 1).broadcast().priority(-1)``) and, broadcast, every
+    instance holds all of it: a dict ``right_key(right) -> [right items]``. Each probe item
+    then gives ``(left, right)`` per match; ``how="left"`` also gives ``(left, None)`` for a
+    probe item without match. With ``timestamped`` probe items are ``(ts, left)`` and results
+    ``(ts, (left, right))``.
+    """
+
+    def __init__(
+        self,
+        left_key: Callable[[Any], Hashable],
+        right_key: Callable[[Any], Hashable],
+        how: str = "inner",
+        timestamped: bool = False,
+    ):
+        if how not in JOIN_KINDS:
+            raise JetbenchError(f"hash_join: how must be one of {JOIN_KINDS}, got {how!r}")
+        self.left_key = left_key
+        self.right_key = right_key
+        self.how = how
+        self.timestamped = timestamped
+        self.table: dict[Hashable, list] = {}
+        self._ratio = 1.0  # observed results per probe item, to size input batches
+
+    def process(self, ordinal: int, inbox) -> None:
+        if ordinal == 1:
+            self._build(inbox.take())
+        else:
+            self._probe(inbox)
+
+    def _build(self, items: list) -> None:
+        table, key = self.table, self.right_key
+        for right in items:
+            k = key(right)
+            matches = table.get(k)
+            if matches is None:
+                table[k] = [right]
+            else:
+                matches.append(right)
+
+    def _probe(self, inbox) -> None:
+        emitter = self._emitter
+        if not emitter.flush():
+            return
+        room = emitter.room()
+        if room <= 0:
+            return
+        batch = inbox.take(max(1, int(room / self._ratio)))
+        get, key = self.table.get, self.left_key
+        miss = [None] if self.how == "left" else ()
+        if self.timestamped:
+            out = [(ts, (left, right)) for ts, left in batch for right in get(key(left)) or miss]
+        else:
+            out = [(left, right) for left in batch for right in get(key(left)) or miss]
+        self._ratio = max(1.0, 0.5 * self._ratio + 0.5 * len(out) / len(batch))
+        if out:
+            emitter.emit(out)
+
+    def complete(self) -> bool:
+        return self._emitter.flush()
+
+
+class CoGroupP(EmittingProcessor):
+    """Batch co-group of ordinal 0 (left) and ordinal 1 (right), both partitioned by key.
+
+    When both inputs are exhausted it emits ``(key, [left items], [right items])`` for every key
+    seen on either side, in the order keys were first seen, each list in arrival order.
+    """
+
+    def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
+        self.key_fns = (left_key, right_key)
+        self.groups: dict[Hashable, tuple[list, list]] = {}
+        self._results = None
+
+    def process(self, ordinal: int, inbox) -> None:
+        groups, key = self.groups, self.key_fns[ordinal]
+        for item in inbox.take():
+            k = key(item)
+            group = groups.get(k)
+            if group is None:
+                group = groups[k] = ([], [])
+            group[ordinal].append(item)
+
+    def complete(self) -> bool:
+        emitter = self._emitter
+        if not emitter.flush():
+            return False
+        if self._results is None:
+            self._results = iter(self.groups.items())
+        room = emitter.room()
+        if room <= 0:
+            return False
+        chunk = [(k, lefts, rights) for k, (lefts, rights) in islice(self._results, room)]
+        if chunk:
+            emitter.emit(chunk)
+        if len(chunk) < room and not emitter.pending:
+            self.groups = {}
+            return True
+        return False
+
+
+class HashJoin:
+    """Supplier of `HashJoinP`."""
+
+    def __init__(
+        self,
+        left_key: Callable[[Any], Hashable],
+        right_key: Callable[[Any], Hashable],
+        how: str = "inner",
+        timestamped: bool = False,
+    ):
+        _check_keys("hash_join", left_key, right_key)
+        if how not in JOIN_KINDS:
+            raise JetbenchError(f"hash_join: how must be one of {JOIN_KINDS}, got {how!r}")
+        self.left_key, self.right_key, self.how, self.timestamped = left_key, right_key, how, timestamped
+
+    def __call__(self) -> HashJoinP:
+        return HashJoinP(self.left_key, self.right_key, self.how, self.timestamped)
+
+    def __repr__(self) -> str:
+        return f"hash_join(how={self.how!r})"
+
+
+class CoGroup:
+    """Supplier of `CoGroupP`."""
+
+    def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
+        _check_keys("co_group", left_key, right_key)
+        self.left_key, self.right_key = left_key, right_key
+
+    def __call__(self) -> CoGroupP:
+        return CoGroupP(self.left_key, self.right_key)
+
+    def __repr__(self) -> str:
+        return "co_group()"
+
+
+def _check_keys(what: str, left_key: Any, right_key: Any) -> None:
+    for name, fn in (("left_key", left_key), ("right_key", right_key)):
+        if not callable(fn):
+            raise JetbenchError(f"{what}: {name} must be callable, got {fn!r}")
+
+
+def hash_join(
+    left_key: Callable[[Any], Hashable],
+    right_key: Callable[[Any], Hashable],
+    how: str = "inner",
+    timestamped: bool = False,
+) -> HashJoin:
+    """A vertex supplier joining probe items (ordinal 0) against a build side (ordinal 1)."""
+    return HashJoin(left_key, right_key, how, timestamped)
+
+
+def co_group(left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]) -> CoGroup:
+    """A vertex supplier grouping two keyed inputs (ordinals 0 and 1) by key, at the end of input."""
+    return CoGroup(left_key, right_key)

@@ -1,0 +1,300 @@
+"""Mapping through a service: a blocking one (`MapUsingServiceP`, on its own thread) or an
+asyncio one (`AsyncMapP`, cooperative, with a bounded number of calls in flight).
+
+The service is created once per processor instance by ``service_factory()`` and closed with
+the processor. With ``timestamped=True`` (set by the planner) items are ``(ts, x)`` and the
+output is ``(ts, fn(service, x))``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..core.errors import JetbenchError
+from ._emit import EmittingProcessor
+
+#: Seconds `AsyncMapP.close` waits for its event loop to cancel the calls in flight and stop.
+ASYNC_SHUTDOWN_TIMEOUT_S = 5.0
+
+
+def _close_service(service: Any) -> Any:
+    """Call ``service.close()`` if it has one; return what it returned (maybe an awaitable)."""
+    close = getattr(service, "close", None)
+    return close() if callable(close) else None
+
+
+class MapUsingServiceP(EmittingProcessor):
+    """Emits ``fn(service, item)`` per item; ``fn`` may block (non-cooperative processor)."""
+
+    is_cooperative = False
+
+    def __init__(self, service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any], timestamped: bool = False):
+        self.service_factory = service_factory
+        self.fn = fn
+        self.timestamped = timestamped
+        self.service: Any = None
+        self._has_service = False
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        self.service = self.service_factory()
+        self._has_service = True
+
+    def process(self, ordinal: int, inbox) -> None:
+        emitter = self._emitter
+        if not emitter.flush():
+            return
+        room = emitter.room()
+        if room <= 0:
+            return
+        fn, service = self.fn, self.service
+        if self.timestamped:
+            out = [(ts, fn(service, x)) for ts, x in inbox.take(room)]
+        else:
+            out = [fn(service, x) for x in inbox.take(room)]
+        if out:
+            emitter.emit(out)
+
+    def complete(self) -> bool:
+        return self._emitter.flush()
+
+    def close(self) -> None:
+        if self._has_service:
+            self._has_service = False
+            service, self.service = self.service, None
+            _close_service(service)
+
+
+class _ServiceSupplier:
+    """Shared parts of the service suppliers: argument checks and the repr."""
+
+    label = "?"
+
+    def __init__(self, service_factory: Callable[[], Any], fn: Callable[..., Any], timestamped: bool):
+        if not callable(service_factory):
+            raise JetbenchError(f"{self.label}: service_factory must be callable, got {service_factory!r}")
+        if not callable(fn):
+            raise JetbenchError(f"{self.label}: the mapping function must be callable, got {fn!r}")
+        self.service_factory = service_factory
+        self.fn = fn
+        self.timestamped = timestamped
+
+    def __repr__(self) -> str:
+        return f"{self.label}({getattr(self.fn, '__name__', self.fn)})"
+
+
+class MapUsingService(_ServiceSupplier):
+    """Supplier of `MapUsingServiceP`."""
+
+    label = "map_using_service"
+
+    def __call__(self) -> MapUsingServiceP:
+        return MapUsingServiceP(self.service_factory, self.fn, self.timestamped)
+
+
+def map_using_service(
+    service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any], timestamped: bool = False
+) -> MapUsingService:
+    """A vertex supplier emitting ``fn(service, item)``, with one service per instance."""
+    return MapUsingService(service_factory, fn, timestamped)
+
+
+class AsyncMapP(EmittingProcessor):
+    """Emits the results of ``await async_fn(service, item)``, with up to ``max_concurrent``
+    calls in flight on an asyncio loop that runs on the processor's own daemon thread
+    (``jetbench.async-<vertex>-<index>``, started in ``init``, stopped and joined in ``close``).
+
+    Cooperative: ``process``/``complete`` never wait; they submit with
+    ``asyncio.run_coroutine_threadsafe`` and poll the futures. Results leave in input order
+    (``preserve_order``) or as they finish. A watermark waits until every call submitted before
+    it has been emitted. The first exception of a call is raised again here, failing the job.
+
+    ``service_factory()`` runs in ``init``; if it returns an awaitable, that is awaited on the
+    loop (for services that must be created inside it). ``service.close()`` may be sync or async.
+    """
+
+    def __init__(
+        self,
+        service_factory: Callable[[], Any],
+        async_fn: Callable[[Any, Any], Awaitable[Any]],
+        max_concurrent: int = 16,
+        preserve_order: bool = True,
+        timestamped: bool = False,
+    ):
+        self.service_factory = service_factory
+        self.async_fn = async_fn
+        self.max_concurrent = max_concurrent
+        self.preserve_order = preserve_order
+        self.timestamped = timestamped
+        self.service: Any = None
+        self._has_service = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        # (ts or None, future) in submission order
+        self._in_flight: deque[tuple[Any, concurrent.futures.Future]] = deque()
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(
+            target=loop.run_forever,
+            name=f"jetbench.async-{context.vertex_name}-{context.global_index}",
+            daemon=True,
+        )
+        self._thread.start()
+        service = self.service_factory()
+        if inspect.isawaitable(service):
+            service = self._run_on_loop(service)
+        self.service = service
+        self._has_service = True
+
+    def _run_on_loop(self, awaitable: Awaitable[Any]) -> Any:
+        async def wrapper() -> Any:
+            return await awaitable
+
+        return asyncio.run_coroutine_threadsafe(wrapper(), self._loop).result(ASYNC_SHUTDOWN_TIMEOUT_S)
+
+    # -- processing ----------------------------------------------------------------------------
+
+    def process(self, ordinal: int, inbox) -> None:
+        if not self._emit_done():
+            return
+        in_flight = self._in_flight
+        free = self.max_concurrent - len(in_flight)
+        if free <= 0:
+            return
+        loop, fn, service = self._loop, self.async_fn, self.service
+        submit = asyncio.run_coroutine_threadsafe
+        append = in_flight.append
+        if self.timestamped:
+            for ts, x in inbox.take(free):
+                append((ts, submit(fn(service, x), loop)))
+        else:
+            for x in inbox.take(free):
+                append((None, submit(fn(service, x), loop)))
+
+    def try_process(self) -> bool:
+        self._emit_done()  # results that finished while no input arrived
+        return True
+
+    def try_process_watermark(self, watermark) -> bool:
+        # everything submitted before the watermark must leave before it
+        if not self._emit_done() or self._in_flight:
+            return False
+        return self.outbox.offer(watermark)
+
+    def complete(self) -> bool:
+        return self._emit_done() and not self._in_flight
+
+    def _emit_done(self) -> bool:
+        """Emit the finished results the outbox has room for; True if nothing is left pending
+        in the emitter. Raises the exception of a failed call."""
+        emitter = self._emitter
+        if not emitter.flush():
+            return False
+        in_flight = self._in_flight
+        if not in_flight:
+            return True
+        room = emitter.room()
+        if room <= 0:
+            return False
+        if self.preserve_order:
+            done = []
+            while in_flight and len(done) < room and in_flight[0][1].done():
+                done.append(in_flight.popleft())
+            if not done:  # fail fast: a later call may have failed while the head still runs
+                for _, future in in_flight:
+                    if future.done() and not future.cancelled() and future.exception() is not None:
+                        raise future.exception()
+        else:
+            done, waiting = [], deque()
+            for entry in in_flight:
+                (done if len(done) < room and entry[1].done() else waiting).append(entry)
+            self._in_flight = waiting
+        if not done:
+            return True
+        if self.timestamped:
+            out = [(ts, future.result()) for ts, future in done]
+        else:
+            out = [future.result() for _, future in done]
+        return emitter.emit(out)
+
+    # -- teardown ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None:
+            return
+        self._loop = self._thread = None
+        self._in_flight = deque()
+        has_service, self._has_service = self._has_service, False
+        service, self.service = self.service, None
+        try:
+            shutdown = asyncio.run_coroutine_threadsafe(self._shutdown(service, has_service), loop)
+            try:
+                shutdown.result(ASYNC_SHUTDOWN_TIMEOUT_S)
+            finally:
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join(ASYNC_SHUTDOWN_TIMEOUT_S)
+        finally:
+            if thread.is_alive():
+                raise JetbenchError(f"thread {thread.name} did not stop within {ASYNC_SHUTDOWN_TIMEOUT_S} s")
+            loop.close()
+
+    @staticmethod
+    async def _shutdown(service: Any, has_service: bool) -> None:
+        """On the loop: cancel the calls still running, close the service, end async generators."""
+        current = asyncio.current_task()
+        tasks = [t for t in asyncio.all_tasks() if t is not current]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            if has_service:
+                closing = _close_service(service)
+                if inspect.isawaitable(closing):
+                    await closing
+        finally:
+            await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+class MapUsingServiceAsync(_ServiceSupplier):
+    """Supplier of `AsyncMapP`."""
+
+    label = "map_using_service_async"
+
+    def __init__(
+        self,
+        service_factory: Callable[[], Any],
+        async_fn: Callable[[Any, Any], Awaitable[Any]],
+        max_concurrent: int = 16,
+        preserve_order: bool = True,
+        timestamped: bool = False,
+    ):
+        super().__init__(service_factory, async_fn, timestamped)
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+            raise JetbenchError(f"{self.label}: max_concurrent must be an int >= 1, got {max_concurrent!r}")
+        self.max_concurrent = max_concurrent
+        self.preserve_order = preserve_order
+
+    def __call__(self) -> AsyncMapP:
+        return AsyncMapP(self.service_factory, self.fn, self.max_concurrent, self.preserve_order, self.timestamped)
+
+
+def map_using_service_async(
+    service_factory: Callable[[], Any],
+    async_fn: Callable[[Any, Any], Awaitable[Any]],
+    max_concurrent: int = 16,
+    preserve_order: bool = True,
+    timestamped: bool = False,
+) -> MapUsingServiceAsync:
+    """A vertex supplier emitting ``await async_fn(service, item)``, up to ``max_concurrent``
+    calls in flight per instance, in input order unless ``preserve_order=False``."""
+    return MapUsingServiceAsync(service_factory, async_fn, max_concurrent, preserve_order, timestamped)

@@ -1,0 +1,177 @@
+"""Event-time watermarks: `InsertWatermarksP` timestamps items and emits watermarks into the stream.
+
+Policy: *limiting lag* (Jet's ``WatermarkPolicy.limitingLag``) throttled to frames. After each
+inbox batch, the candidate ``max timestamp seen - allowed_lag`` is floored to a multiple of
+``throttle_frame`` and emitted as a `Watermark` when it exceeds the last one emitted, so
+watermarks never decrease and only go out when they cross a frame boundary. An input with no
+item for ``idle_timeout_ms`` of wall time sends the idle marker once, until items arrive again.
+
+Items come out as ``(ts, item)`` pairs; late items (below the last watermark) pass through, the
+window processors downstream drop them.
+
+>>> from jetbench.core.inbox import Inbox
+>>> from jetbench.core.outbox import Outbox
+>>> p = InsertWatermarksP(ts_fn=lambda x: x * 100, allowed_lag=0, throttle_frame=1000)
+>>> box = Outbox(ordinal_count=1)
+>>> p.init(box, None)
+>>> p.process(0, Inbox([3, 15, 12]))
+>>> box._take_bucket(0)
+[(300, 3), (1500, 15), (1200, 12)]
+>>> p.try_process(), box._control
+(True, Watermark(1000))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
+
+from ..core.errors import JetbenchError
+from ..core.items import IDLE_MESSAGE, Watermark
+from ..core.processor import Processor
+from ._emit import Emitter
+
+_first = itemgetter(0)
+
+
+class InsertWatermarksP(Processor):
+    """Timestamps items (``(ts_fn(item), item)``, or passes ``(ts, item)`` through when ``ts_fn``
+    is None) and inserts limiting-lag watermarks throttled to ``throttle_frame``.
+
+    ``idle_timeout_ms`` of None or <= 0 disables the idle marker. Counters:
+    ``watermarks_emitted`` (real watermarks), ``idle_messages_emitted``.
+    """
+
+    def __init__(
+        self,
+        ts_fn: Callable[[Any], int | float] | None,
+        allowed_lag: int | float,
+        throttle_frame: int,
+        idle_timeout_ms: int | float | None = 60_000,
+    ):
+        _check_args(ts_fn, allowed_lag, throttle_frame)
+        self.ts_fn = ts_fn
+        self.allowed_lag = allowed_lag
+        self.throttle_frame = throttle_frame
+        self.idle_timeout_ms = idle_timeout_ms if idle_timeout_ms and idle_timeout_ms > 0 else None
+        self.watermarks_emitted = 0
+        self.idle_messages_emitted = 0
+        self._max_ts: int | float | None = None
+        self._last_wm: int | float | None = None  # timestamp of the last watermark emitted
+        self._pending_wm: Watermark | None = None  # decided, not yet accepted by the outbox
+        self._last_item_at = 0.0
+        self._idle = False  # the idle marker went out; cleared by the next item
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        self._emitter = Emitter(outbox)
+        self._last_item_at = time.monotonic()
+
+    def _flush(self) -> bool:
+        """Push out what a refusing outbox left behind: data first, then the watermark."""
+        if not self._emitter.flush():
+            return False
+        wm = self._pending_wm
+        if wm is not None:
+            if not self.outbox.offer(wm):
+                return False
+            self._pending_wm = None
+            if wm.is_idle_marker:
+                self.idle_messages_emitted += 1
+            else:
+                self.watermarks_emitted += 1
+        return True
+
+    def process(self, ordinal: int, inbox) -> None:
+        emitter = self._emitter
+        if (emitter.pending or self._pending_wm is not None) and not self._flush():
+            return
+        room = emitter.room()
+        if room <= 0:
+            return
+        batch = inbox.take(room)
+        if not batch:
+            return
+        ts_fn = self.ts_fn
+        if ts_fn is None:
+            out = batch
+            top = max(map(_first, batch))
+        else:
+            stamps = list(map(ts_fn, batch))
+            out = list(zip(stamps, batch, strict=True))
+            top = max(stamps)
+        self._last_item_at = time.monotonic()
+        self._idle = False
+        emitter.emit(out)
+        if self._max_ts is None or top > self._max_ts:
+            self._max_ts = top
+            frame = self.throttle_frame
+            wm = int((top - self.allowed_lag) // frame) * frame
+            if self._last_wm is None or wm > self._last_wm:
+                self._last_wm = wm
+                self._pending_wm = Watermark(wm)
+                self._flush()
+
+    def try_process(self) -> bool:
+        if (self._emitter.pending or self._pending_wm is not None) and not self._flush():
+            return False
+        timeout = self.idle_timeout_ms
+        if (
+            timeout is not None
+            and not self._idle
+            and (time.monotonic() - self._last_item_at) * 1000.0 >= timeout
+        ):
+            self._idle = True
+            self._pending_wm = IDLE_MESSAGE
+            return self._flush()
+        return True
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        """Upstream watermarks are swallowed: this processor defines event time from here on."""
+        return self._flush()
+
+    def complete(self) -> bool:
+        return self._flush()
+
+
+def _check_args(ts_fn: Any, allowed_lag: Any, throttle_frame: Any) -> None:
+    if ts_fn is not None and not callable(ts_fn):
+        raise JetbenchError(f"insert_watermarks: ts_fn must be callable or None, got {ts_fn!r}")
+    if isinstance(allowed_lag, bool) or not isinstance(allowed_lag, int | float) or allowed_lag < 0:
+        raise JetbenchError(f"insert_watermarks: allowed_lag must be a number >= 0 (ms), got {allowed_lag!r}")
+    if isinstance(throttle_frame, bool) or not isinstance(throttle_frame, int) or throttle_frame <= 0:
+        raise JetbenchError(
+            f"insert_watermarks: throttle_frame must be a positive int (ms), got {throttle_frame!r}"
+        )
+
+
+class InsertWatermarks:
+    """Supplier of `InsertWatermarksP`."""
+
+    def __init__(self, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms):
+        _check_args(ts_fn, allowed_lag, throttle_frame)
+        self.ts_fn = ts_fn
+        self.allowed_lag = allowed_lag
+        self.throttle_frame = throttle_frame
+        self.idle_timeout_ms = idle_timeout_ms
+
+    def __call__(self) -> InsertWatermarksP:
+        return InsertWatermarksP(self.ts_fn, self.allowed_lag, self.throttle_frame, self.idle_timeout_ms)
+
+    def __repr__(self) -> str:
+        return f"insert_watermarks(lag={self.allowed_lag}, frame={self.throttle_frame})"
+
+
+def insert_watermarks(
+    ts_fn: Callable[[Any], int | float] | None,
+    allowed_lag: int | float = 0,
+    throttle_frame: int = 1000,
+    idle_timeout_ms: int | float | None = 60_000,
+) -> InsertWatermarks:
+    """A vertex supplier emitting ``(ts, item)`` pairs and limiting-lag watermarks.
+
+    ``ts_fn=None``: the input already consists of ``(ts, item)`` pairs.
+    """
+    return InsertWatermarks(ts_fn, allowed_lag, throttle_frame, idle_timeout_ms)

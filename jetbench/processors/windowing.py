@@ -1,0 +1,72 @@
+"""Window definitions and the window result type (re-exported as ``jetbench.window``).
+
+Event time is a number in milliseconds. Windows are aligned to 0: a tumbling window of size
+1000 covers [0, 1000), [1000, 2000), ...; a sliding window (size, slide) is made of frames of
+length ``slide``, and covers ``size // slide`` consecutive frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..core.errors import JetbenchError
+
+
+class WindowResult(NamedTuple):
+    """One window's aggregate: ``[start, end)``, the grouping key (None when not grouped), the value."""
+
+    start: int
+    end: int
+    key: Any
+    value: Any
+
+
+@dataclass(frozen=True)
+class WindowDefinition:
+    """``kind`` is "sliding" (tumbling = sliding with slide == size) or "session"."""
+
+    kind: str
+    size: int = 0
+    slide: int = 0
+    gap: int = 0
+
+    @property
+    def frame_size(self) -> int:
+        """Watermark throttling and frame length: the slide (the gap for session windows)."""
+        return self.slide if self.kind == "sliding" else self.gap
+
+    @property
+    def is_tumbling(self) -> bool:
+        return self.kind == "sliding" and self.size == self.slide
+
+    def __repr__(self) -> str:
+        if self.kind == "session":
+            return f"session({self.gap})"
+        return f"tumbling({self.size})" if self.is_tumbling else f"sliding({self.size}, {self.slide})"
+
+
+def _positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise JetbenchError(f"{name} must be a positive int (milliseconds), got {value!r}")
+
+
+def tumbling(size: int) -> WindowDefinition:
+    """Back-to-back windows of ``size`` ms."""
+    _positive("tumbling window size", size)
+    return WindowDefinition("sliding", size, size)
+
+
+def sliding(size: int, slide: int) -> WindowDefinition:
+    """Windows of ``size`` ms starting every ``slide`` ms; ``size`` must be a multiple of ``slide``."""
+    _positive("sliding window size", size)
+    _positive("sliding window slide", slide)
+    if size % slide:
+        raise JetbenchError(f"sliding window size ({size}) must be a multiple of its slide ({slide})")
+    return WindowDefinition("sliding", size, slide)
+
+
+def session(gap: int) -> WindowDefinition:
+    """A window per burst of events; it closes after ``gap`` ms with no event for its key."""
+    _positive("session window gap", gap)
+    return WindowDefinition("session", gap=gap)

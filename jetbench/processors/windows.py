@@ -1,0 +1,443 @@
+"""Event-time window aggregation: Jet's ``SlidingWindowP`` (tumbling and sliding) and
+``SessionWindowP``, single stage.
+
+Input items are ``(ts, item)`` pairs (event time in ms); watermarks arrive through
+``try_process_watermark``. Output items are ``(end, WindowResult(start, end, key, value))`` with
+``value = op.finish_fn(acc)`` and ``key = key_fn(item)`` (None without ``key_fn``).
+
+Lateness. A window ``[end - size, end)`` is emitted by the first watermark ``>= end``. An event
+is added to the windows that contain it and have not been emitted yet; if all of them have
+been emitted, it is dropped and counted in ``late_events_dropped``. A session event at ``ts``
+is dropped when ``ts + gap <= `` the last watermark.
+
+>>> from jetbench.core.inbox import Inbox
+>>> from jetbench.core.items import Watermark
+>>> from jetbench.core.outbox import Outbox
+>>> from jetbench.processors.aggregate import counting
+>>> from jetbench.processors.windowing import tumbling
+>>> p = SlidingWindowP(key_fn=None, op=counting, window_def=tumbling(10))
+>>> box = Outbox(ordinal_count=1)
+>>> p.init(box, None)
+>>> p.process(0, Inbox([(1, "a"), (12, "b"), (5, "c")]))
+>>> p.try_process_watermark(Watermark(10)), box._take_bucket(0)
+(False, [(10, WindowResult(start=0, end=10, key=None, value=2))])
+>>> p.try_process_watermark(Watermark(10)), box._control
+(True, Watermark(10))
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Hashable
+from operator import itemgetter
+from typing import Any
+
+from ..core.errors import JetbenchError
+from ..core.items import Watermark
+from ..core.processor import Processor
+from ._emit import Emitter
+from .aggregate import AggregateOperation
+from .windowing import WindowDefinition, WindowResult
+
+_MISSING = object()
+_first = itemgetter(0)
+_INF = math.inf
+#: Accumulator types that cannot change after they were emitted (no defensive copy needed).
+_IMMUTABLE = frozenset({int, float, bool, str, bytes, complex, frozenset, type(None)})
+
+
+def _get_key_fn(key_fn: Callable[[Any], Hashable] | None) -> Callable[[Any], Hashable] | None:
+    if key_fn is not None and not callable(key_fn):
+        raise JetbenchError(f"window aggregation: key_fn must be callable or None, got {key_fn!r}")
+    return key_fn
+
+
+class SlidingWindowP(Processor):
+    """Tumbling and sliding windows over frames of ``window_def.slide`` ms.
+
+    State: ``frames`` maps a frame start to ``{key: acc}``. On a watermark every window whose end
+    is ``<= wm`` is emitted in order of end (empty windows are skipped), keys in the order of
+    the window's accumulator map. Tumbling windows emit a frame as is; sliding windows either
+    keep one running accumulator per key (``op.deduct`` available: combine the leading frame,
+    deduct the trailing one) or recombine all frames of each window. Frames no longer part of
+    a future window are evicted. The watermark is forwarded after all its results went out.
+    """
+
+    def __init__(
+        self,
+        key_fn: Callable[[Any], Hashable] | None,
+        op: AggregateOperation,
+        window_def: WindowDefinition,
+    ):
+        _check_sliding(op, window_def)
+        self.key_fn = _get_key_fn(key_fn)
+        self.op = op
+        self.window_def = window_def
+        self.size = window_def.size
+        self.slide = window_def.slide
+        self._tumbling = window_def.size == window_def.slide
+        self._running_mode = not self._tumbling and op.deduct is not None
+        self.frames: dict[int | float, dict[Hashable, Any]] = {}
+        #: end of the next window to emit (None before the first watermark with data).
+        self._next_end: int | None = None
+        #: frames below ``_low`` only belong to emitted windows: their events are late.
+        self._low: float = -_INF
+        #: frames below ``_mid`` (and >= ``_low``) are already part of the running window.
+        self._mid: float = -_INF
+        #: running mode: key -> [acc, number of the window's frames holding the key]; it covers
+        #: frames [next_end - size, next_end - slide), the next window minus its leading frame.
+        self._running: dict[Hashable, list] = {}
+        # An identity finish would hand the running accumulator out while we keep mutating it.
+        self._copy_running = self._running_mode and op.finish is None
+        self.late_events_dropped = 0
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        self._emitter = Emitter(outbox)
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def process(self, ordinal: int, inbox) -> None:
+        frames = self.frames
+        slide = self.slide
+        low, mid = self._low, self._mid
+        key_fn = self.key_fn
+        create = self.op.create
+        accumulate = self.op.accumulate
+        late = 0
+        for ts, item in inbox.take():
+            fs = ts - ts % slide
+            if fs < low:
+                late += 1
+                continue
+            key = None if key_fn is None else key_fn(item)
+            frame = frames.get(fs)
+            if frame is None:
+                frame = frames[fs] = {}
+            acc = frame.get(key, _MISSING)
+            if fs < mid:  # a frame the running window already holds: update it too
+                self._add_to_running(key, item, acc is _MISSING)
+            frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+        if late:
+            self.late_events_dropped += late
+
+    def _add_to_running(self, key: Hashable, item: Any, new_in_frame: bool) -> None:
+        entry = self._running.get(key)
+        if entry is None:
+            self._running[key] = [self.op.accumulate(self.op.create(), item), 1]
+        else:
+            entry[0] = self.op.accumulate(entry[0], item)
+            if new_in_frame:
+                entry[1] += 1
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        wm = watermark.timestamp
+        if not self._emit_until(wm):
+            return False
+        # Every window ending at or before wm is done (emitted or empty). Any window skipped
+        # as empty leaves the running window empty, so it covers the new range as well.
+        slide = self.slide
+        next_end = int(wm // slide + 1) * slide
+        self._next_end = next_end
+        self._low = next_end - self.size
+        self._mid = next_end - slide if self._running_mode else self._low
+        return self.outbox.offer(watermark)
+
+    def complete(self) -> bool:
+        return self._emit_until(_INF)
+
+    def _emit_until(self, wm: float) -> bool:
+        """Emit the windows with end <= ``wm``; True once all of them went out."""
+        emitter = self._emitter
+        if not emitter.flush():
+            return False
+        budget = emitter.room()
+        frames = self.frames
+        slide = self.slide
+        out: list = []
+        end = self._next_end
+        finished = False
+        while True:
+            if not self._window_has_data(end):
+                if not frames:
+                    finished = True
+                    break
+                # skip empty windows: the next one with data ends right after the lowest frame
+                first = int(min(frames)) + slide
+                end = first if end is None or first > end else end
+            if end > wm:
+                finished = True
+                break
+            if len(out) >= budget:
+                self._next_end = end  # resume here (a skip over empty windows, or a no-op)
+                break
+            self._window(end, out)
+            end += slide
+            self._next_end = end
+        if out:
+            emitter.emit(out)
+        return finished and not emitter.pending
+
+    def _window_has_data(self, end: int | None) -> bool:
+        if end is None:
+            return False
+        if self._running_mode:
+            return bool(self._running) or (end - self.slide) in self.frames
+        frames = self.frames
+        if self._tumbling:
+            return (end - self.slide) in frames
+        return any(fs in frames for fs in range(end - self.size, end, self.slide))
+
+    def _window(self, end: int, out: list) -> None:
+        """Append the results of window [end - size, end) to ``out`` and advance the state."""
+        frames = self.frames
+        start = end - self.size
+        finish = self.op.finish_fn
+        if self._tumbling:
+            frame = frames.pop(start, None)
+            if frame:
+                out += [(end, WindowResult(start, end, k, finish(a))) for k, a in frame.items()]
+            return
+        slide = self.slide
+        op = self.op
+        if self._running_mode:
+            running = self._running
+            create, combine, deduct = op.create, op.combine, op.deduct
+            leading = frames.get(end - slide)
+            if leading:
+                for k, a in leading.items():
+                    entry = running.get(k)
+                    if entry is None:
+                        running[k] = [combine(create(), a), 1]
+                    else:
+                        entry[0] = combine(entry[0], a)
+                        entry[1] += 1
+            if self._copy_running:
+                out += [
+                    (end, WindowResult(start, end, k, e[0] if type(e[0]) in _IMMUTABLE else combine(create(), e[0])))
+                    for k, e in running.items()
+                ]
+            else:
+                out += [(end, WindowResult(start, end, k, finish(e[0]))) for k, e in running.items()]
+            trailing = frames.pop(start, None)
+            if trailing:
+                for k, a in trailing.items():
+                    entry = running[k]
+                    if entry[1] == 1:
+                        del running[k]
+                    else:
+                        entry[0] = deduct(entry[0], a)
+                        entry[1] -= 1
+            return
+        # recombine all frames of the window
+        create, combine = op.create, op.combine
+        window: dict[Hashable, Any] = {}
+        get = window.get
+        for fs in range(start, end, slide):
+            frame = frames.get(fs)
+            if frame:
+                for k, a in frame.items():
+                    acc = get(k, _MISSING)
+                    window[k] = combine(create() if acc is _MISSING else acc, a)
+        frames.pop(start, None)
+        out += [(end, WindowResult(start, end, k, finish(a))) for k, a in window.items()]
+
+
+def _check_sliding(op: AggregateOperation, window_def: WindowDefinition) -> None:
+    if not isinstance(window_def, WindowDefinition) or window_def.kind != "sliding":
+        raise JetbenchError(f"SlidingWindowP needs a tumbling or sliding window definition, got {window_def!r}")
+    if window_def.size <= 0 or window_def.slide <= 0 or window_def.size % window_def.slide:
+        raise JetbenchError(f"invalid window definition {window_def!r}: size must be a positive multiple of slide")
+    if window_def.size != window_def.slide and op.combine is None:
+        raise JetbenchError(
+            f"{window_def!r} needs an AggregateOperation with combine (a window spans several frames); "
+            "only tumbling windows work without it"
+        )
+
+
+class SessionWindowP(Processor):
+    """Session windows per key: an event at ``ts`` opens ``[ts, ts + gap)``; overlapping or
+    touching sessions merge (``op.combine``). A watermark emits every session with
+    ``end <= wm``, ordered by end, then is forwarded.
+    """
+
+    def __init__(self, key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation, gap: int | float):
+        _check_session(op, gap)
+        self.key_fn = _get_key_fn(key_fn)
+        self.op = op
+        self.gap = gap
+        #: key -> sessions ``[start, end, acc]`` sorted by start, disjoint and not touching.
+        self.sessions: dict[Hashable, list[list]] = {}
+        # (end, seq, key): at least one entry per key, with end <= its earliest session's end
+        self._deadlines: list[tuple] = []
+        self._seq = 0
+        self._last_wm: float = -_INF
+        self.late_events_dropped = 0
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        self._emitter = Emitter(outbox)
+
+    def process(self, ordinal: int, inbox) -> None:
+        sessions = self.sessions
+        gap = self.gap
+        last_wm = self._last_wm
+        key_fn = self.key_fn
+        create = self.op.create
+        accumulate = self.op.accumulate
+        deadlines = self._deadlines
+        push = heapq.heappush
+        late = 0
+        for ts, item in inbox.take():
+            end = ts + gap
+            if end <= last_wm:
+                late += 1
+                continue
+            key = None if key_fn is None else key_fn(item)
+            ss = sessions.get(key)
+            if ss is None:
+                sessions[key] = [[ts, end, accumulate(create(), item)]]
+                self._seq += 1
+                push(deadlines, (end, self._seq, key))
+                continue
+            last = ss[-1]
+            if ts >= last[0]:  # in-order fast path: only the last session can be touched
+                if ts <= last[1]:
+                    if end > last[1]:
+                        last[1] = end
+                    last[2] = accumulate(last[2], item)
+                else:  # not the earliest session: the key's deadline entry already covers it
+                    ss.append([ts, end, accumulate(create(), item)])
+                continue
+            self._insert(key, ss, ts, end, item)
+        if late:
+            self.late_events_dropped += late
+
+    def _deadline(self, end: Any, key: Hashable) -> None:
+        self._seq += 1
+        heapq.heappush(self._deadlines, (end, self._seq, key))
+
+    def _insert(self, key: Hashable, ss: list[list], ts: Any, end: Any, item: Any) -> None:
+        """Out-of-order event: merge with every session it overlaps or touches."""
+        op = self.op
+        hi = bisect_right(ss, end, key=_start)  # ss[:hi] start at or before the new end
+        lo = hi
+        while lo > 0 and ss[lo - 1][1] >= ts:
+            lo -= 1
+        if lo == hi:
+            ss.insert(lo, [ts, end, op.accumulate(op.create(), item)])
+            if lo == 0:  # the new earliest session: it ends before the key's deadline entry
+                self._deadline(end, key)
+            return
+        merged = ss[lo]
+        acc = merged[2]
+        for other in ss[lo + 1 : hi]:
+            acc = op.combine(acc, other[2])
+        merged[0] = min(merged[0], ts)
+        merged[1] = max(ss[hi - 1][1], end)
+        merged[2] = op.accumulate(acc, item)
+        del ss[lo + 1 : hi]
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        wm = watermark.timestamp
+        if wm > self._last_wm:
+            self._last_wm = wm
+            self._close(wm)
+        if not self._emitter.flush():
+            return False
+        return self.outbox.offer(watermark)
+
+    def complete(self) -> bool:
+        if self.sessions:
+            self._close(_INF)
+        return self._emitter.flush()
+
+    def _close(self, wm: float) -> None:
+        """Remove every session with end <= ``wm`` and hand its result to the emitter."""
+        deadlines = self._deadlines
+        sessions = self.sessions
+        finish = self.op.finish_fn
+        closed: list = []
+        seen: set = set()
+        while deadlines and deadlines[0][0] <= wm:
+            key = heapq.heappop(deadlines)[2]
+            if key in seen:
+                continue
+            seen.add(key)
+            ss = sessions.get(key)
+            if ss is None:
+                continue
+            n = 0
+            for s in ss:
+                if s[1] > wm:
+                    break
+                closed.append((s[1], key, s))
+                n += 1
+            if n == len(ss):
+                del sessions[key]
+            else:
+                del ss[:n]
+                self._deadline(ss[0][1], key)
+        if closed:
+            closed.sort(key=_first)  # stable: ties keep the order they were collected in
+            self._emitter.emit([(e, WindowResult(s[0], e, k, finish(s[2]))) for e, k, s in closed])
+
+
+def _start(session: list) -> Any:
+    return session[0]
+
+
+
+
+def _check_session(op: AggregateOperation, gap: Any) -> None:
+    if op.combine is None:
+        raise JetbenchError(
+            "session windows need an AggregateOperation with combine (sessions merge when an event bridges them)"
+        )
+    if isinstance(gap, bool) or not isinstance(gap, int | float) or gap <= 0:
+        raise JetbenchError(f"session window gap must be a positive number (ms), got {gap!r}")
+
+
+class WindowAggregate:
+    """Supplier of `SlidingWindowP` or `SessionWindowP`, by ``window_def.kind``."""
+
+    def __init__(
+        self,
+        key_fn: Callable[[Any], Hashable] | None,
+        op: AggregateOperation,
+        window_def: WindowDefinition,
+    ):
+        _get_key_fn(key_fn)
+        kind = getattr(window_def, "kind", None)
+        if kind == "sliding":
+            _check_sliding(op, window_def)
+        elif kind == "session":
+            _check_session(op, window_def.gap)
+        else:
+            raise JetbenchError(f"window_aggregate: unknown window definition {window_def!r}")
+        self.key_fn = key_fn
+        self.op = op
+        self.window_def = window_def
+
+    def __call__(self) -> Processor:
+        if self.window_def.kind == "session":
+            return SessionWindowP(self.key_fn, self.op, self.window_def.gap)
+        return SlidingWindowP(self.key_fn, self.op, self.window_def)
+
+    def __repr__(self) -> str:
+        keyed = "" if self.key_fn is None else ", keyed"
+        return f"window_aggregate({self.window_def!r}{keyed})"
+
+
+def window_aggregate(
+    key_fn: Callable[[Any], Hashable] | None,
+    op: AggregateOperation,
+    window_def: WindowDefinition,
+) -> WindowAggregate:
+    """A vertex supplier aggregating ``(ts, item)`` pairs into windows; emits
+    ``(end, WindowResult(start, end, key, value))`` as watermarks pass window ends."""
+    return WindowAggregate(key_fn, op, window_def)

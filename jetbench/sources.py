@@ -1,0 +1,56 @@
+"""Pipeline sources: functions returning `Source` descriptors for `Pipeline.read_from`.
+
+>>> from jetbench import sources
+>>> sources.items([1, 2, 3])
+Source('items')
+>>> sources.generator(1000, count=10).streaming, sources.generator(1000).streaming
+(False, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .pipeline.connectors import Source
+from .processors.connectors import FilesSource, GeneratorSource, TestStreamSource
+from .processors.sources import items_source
+
+__all__ = ["files", "generator", "items", "test_stream"]
+
+
+def items(iterable: Iterable[Any], name: str = "items") -> Source:
+    """The items of ``iterable`` (a sequence is split over the instances by stride)."""
+    return Source(name, items_source(iterable))
+
+
+def files(glob_pattern: str, encoding: str = "utf-8") -> Source:
+    """The lines (without newline) of the files matching ``glob_pattern``, sorted by path.
+
+    File i is read by instance ``i % total_parallelism``, on a dedicated thread (blocking
+    I/O). Raises `JetbenchError` here if no file matches.
+    """
+    return Source(f"files({glob_pattern})", FilesSource(glob_pattern, encoding))
+
+
+def generator(
+    rate_per_s: float,
+    item_fn: Callable[[int], Any] | None = None,
+    timestamped: bool = True,
+    count: int | None = None,
+) -> Source:
+    """``item_fn(seq)`` (default ``seq``) at ``rate_per_s`` items per second over all instances.
+
+    Timestamped by default: items are ``(time.time_ns() / 1e6, item)``. Unbounded unless
+    ``count`` (the total over all instances) is given.
+    """
+    supplier = GeneratorSource(rate_per_s, item_fn, timestamped, count)
+    return Source("generator", supplier, timestamped=timestamped, streaming=count is None)
+
+
+def test_stream(events: Iterable[tuple[float, Any]]) -> Source:
+    """Scripted ``(timestamp, item)`` events, emitted in the given order by a single instance."""
+    return Source("test_stream", TestStreamSource(events), local_parallelism=1, timestamped=True, streaming=False)
+
+
+test_stream.__test__ = False  # not a pytest test

@@ -1,0 +1,191 @@
+"""InsertWatermarksP: limiting-lag watermarks throttled to frames, idle marker; and a job running
+insert_watermarks -> window_aggregate on the engine."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from operator import itemgetter
+from types import SimpleNamespace
+
+import pytest
+from window_helpers import CONTEXT, canon, drive, reference_sliding
+
+from jetbench import DAG, Edge, ExecutionService
+from jetbench.core.errors import JetbenchError
+from jetbench.core.inbox import Inbox
+from jetbench.core.items import IDLE_MESSAGE, Watermark
+from jetbench.core.outbox import Outbox
+from jetbench.processors import collect_sink, items_source
+from jetbench.processors import watermarks as wm_module
+from jetbench.processors.aggregate import summing
+from jetbench.processors.watermarks import InsertWatermarksP, insert_watermarks
+from jetbench.processors.windowing import WindowResult, sliding, tumbling
+from jetbench.processors.windows import window_aggregate
+from jetbench.testing import verify_processor
+
+
+def check_limiting_lag(output: list, expected_items: list, lag, frame) -> None:
+    """Items pass in order; every watermark is the throttled limiting-lag candidate of the items
+    before it, strictly above the previous one; the last one covers every item."""
+    items = [x for x in output if not isinstance(x, Watermark)]
+    assert items == expected_items
+    top = -math.inf
+    last = -math.inf
+    for x in output:
+        if isinstance(x, Watermark):
+            assert not x.is_idle_marker
+            assert x.timestamp == math.floor((top - lag) / frame) * frame, (x, top)
+            assert x.timestamp > last
+            last = x.timestamp
+        else:
+            top = max(top, x[0])
+    if items:
+        assert last == math.floor((top - lag) / frame) * frame
+
+
+STAMPED = [(t, f"e{t}") for t in [5, 3, 12, 40, 38, 41, 95, 60, 100, 101, 250, 7]]
+
+
+def test_verify_processor_with_ts_fn():
+    items = [t for t, _ in STAMPED]
+    report = verify_processor(
+        insert_watermarks(lambda x: 10 * x, allowed_lag=25, throttle_frame=100),
+        input=items,
+        assert_output=lambda out: check_limiting_lag(out, [(10 * x, x) for x in items], 25, 100),
+    )
+    assert report.runs[0].processor.watermarks_emitted > 3
+
+
+def test_verify_processor_passes_stamped_pairs_through_and_swallows_upstream_watermarks():
+    steps = STAMPED[:5] + [Watermark(7)] + STAMPED[5:]
+    verify_processor(
+        insert_watermarks(None, allowed_lag=2, throttle_frame=10),
+        input=steps,
+        assert_output=lambda out: check_limiting_lag(out, STAMPED, 2, 10),
+    )
+
+
+def test_one_watermark_per_batch_after_its_items():
+    p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10)
+    out = drive(p, STAMPED, batch=4)
+    assert out == [
+        *STAMPED[:4], Watermark(40), *STAMPED[4:8], Watermark(90), *STAMPED[8:], Watermark(250),
+    ]  # fmt: skip
+    assert p.watermarks_emitted == 3
+
+
+def test_throttled_to_frames_and_never_decreasing():
+    p = InsertWatermarksP(None, allowed_lag=5, throttle_frame=100)
+    out = drive(p, [(104, "a"), (106, "b"), (50, "late"), (199, "c"), (205, "d"), (304, "e")], batch=1)
+    assert out == [
+        (104, "a"), Watermark(0), (106, "b"), Watermark(100), (50, "late"), (199, "c"), (205, "d"),
+        Watermark(200), (304, "e"),
+    ]  # fmt: skip
+
+
+def test_float_timestamps_and_negative_watermarks():
+    p = InsertWatermarksP(lambda x: x, allowed_lag=0.5, throttle_frame=10)
+    assert drive(p, [-3.0, 12.25], batch=1) == [(-3.0, -3.0), Watermark(-10), (12.25, 12.25), Watermark(10)]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_idle_marker_once_per_idle_period(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(wm_module, "time", SimpleNamespace(monotonic=clock.monotonic))
+    p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=500)
+    box = Outbox(1, capacity=16)
+    p.init(box, CONTEXT)
+    clock.now += 0.499
+    assert p.try_process() and box._control is None
+    clock.now += 0.001
+    assert p.try_process() and box._control is IDLE_MESSAGE
+    box._control = None
+    clock.now += 5
+    assert p.try_process() and box._control is None  # once only
+    p.process(0, Inbox([(15, "x")]))
+    assert box._take_bucket(0) == [(15, "x")]
+    assert p.try_process() and box._control == Watermark(10)
+    box._control = None
+    clock.now += 0.4
+    assert p.try_process() and box._control is None
+    clock.now += 0.1
+    assert p.try_process() and box._control is IDLE_MESSAGE
+    assert (p.watermarks_emitted, p.idle_messages_emitted) == (1, 2)
+
+
+def test_idle_marker_waits_for_pending_output(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(wm_module, "time", SimpleNamespace(monotonic=clock.monotonic))
+    p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=100)
+    box = Outbox(1, capacity=1)
+    p.init(box, CONTEXT)
+    p.process(0, Inbox([(1, "a")]))
+    clock.now += 1
+    assert not p.try_process()  # the watermark is still waiting behind (1, "a")
+    assert box._take_bucket(0) == [(1, "a")]
+    assert not p.try_process()  # the watermark went out, the idle marker waits behind it
+    assert box._control == Watermark(0)
+    box._control = None
+    assert p.try_process() and box._control is IDLE_MESSAGE
+    box._control = None
+    assert p.try_process() and box._control is None
+
+
+def test_idle_disabled():
+    p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=None)
+    box = Outbox(1)
+    p.init(box, CONTEXT)
+    p._last_item_at -= 10**6
+    assert p.try_process() and box._control is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(ts_fn="x"), "ts_fn"),
+        (dict(ts_fn=None, allowed_lag=-1), "allowed_lag"),
+        (dict(ts_fn=None, throttle_frame=0), "throttle_frame"),
+        (dict(ts_fn=None, throttle_frame=2.5), "throttle_frame"),
+    ],
+)
+def test_argument_checks(kwargs, match):
+    with pytest.raises(JetbenchError, match=match):
+        insert_watermarks(**kwargs)
+
+
+def test_supplier():
+    s = insert_watermarks(None, allowed_lag=20, throttle_frame=100)
+    assert repr(s) == "insert_watermarks(lag=20, frame=100)"
+    a, b = s(), s()
+    assert isinstance(a, InsertWatermarksP) and a is not b
+    assert (a.allowed_lag, a.throttle_frame, a.idle_timeout_ms) == (20, 100, 60_000)
+
+
+# -- on the engine -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wd", [tumbling(50), sliding(100, 25)], ids=repr)
+def test_job_insert_watermarks_then_window_aggregate(threads, wd):
+    events = [(t, (t % 3, t)) for t in range(0, 1000, 7)]  # in order: nothing is late
+    op = summing(itemgetter(1))
+    key_fn = itemgetter(0)
+    dag = DAG()
+    src = dag.new_vertex("src", items_source(events), local_parallelism=2)
+    ins = dag.new_vertex("wm", insert_watermarks(None, allowed_lag=0, throttle_frame=25), local_parallelism=2)
+    win = dag.new_vertex("win", window_aggregate(key_fn, op, wd), local_parallelism=2)
+    out = dag.new_vertex("out", collect_sink(), local_parallelism=1)
+    dag.edge(Edge.between(src, ins).isolated())
+    dag.edge(Edge.between(ins, win).partitioned(lambda pair: key_fn(pair[1])))
+    dag.edge(Edge.between(win, out))
+    result = ExecutionService(cooperative_threads=threads).run(dag, timeout=30)
+    assert all(isinstance(r[1], WindowResult) for r in result)
+    (expected,), _ = reference_sliding(events, key_fn, op, wd.size, wd.slide)
+    assert Counter(map(canon, result)) == Counter(map(canon, expected))
