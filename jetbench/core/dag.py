@@ -260,6 +260,18 @@ class DAG:
                         f"least the producer's ({up})"
                     )
 
+    def to_dot(self) -> str:
+        """The DAG in Graphviz's DOT language."""
+        from .render import to_dot
+
+        return to_dot(self)
+
+    def _repr_svg_(self) -> str | None:
+        """Notebooks show the DAG as an SVG drawn by Graphviz (when ``dot`` is installed)."""
+        from .render import to_svg
+
+        return to_svg(self)
+
     def __repr__(self) -> str:
         return f"DAG(vertices={list(self._vertices)}, edges={len(self._edges)})"
 

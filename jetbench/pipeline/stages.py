@@ -73,6 +73,10 @@ class Pipeline:
 
         return explain(self.to_dag(fuse=fuse))
 
+    def _repr_svg_(self) -> str | None:
+        """Notebooks show the planned DAG as an SVG."""
+        return self.to_dag()._repr_svg_()
+
     def _add(self, kind: str, name: str | None, upstream: list[Node], params: dict[str, Any],
              local_parallelism: int | None = None, **flags: bool) -> Node:
         base = name or kind

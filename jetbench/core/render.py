@@ -1,0 +1,64 @@
+"""Drawing a DAG: Graphviz DOT text (standard library), and SVG through the ``dot`` program."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .dag import DAG
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _quote(text: str) -> str:
+    return f'"{_escape(text)}"'
+
+
+def to_dot(dag: DAG, default_parallelism: int | None = None) -> str:
+    r"""The DAG in Graphviz's DOT language: vertices labelled with parallelism, edges with
+    ordinals, routing, priority and queue size.
+
+    >>> from jetbench import DAG, Edge
+    >>> from jetbench.processors import items_source, collect_sink
+    >>> dag = DAG()
+    >>> a, b = dag.new_vertex("a", items_source([1])), dag.new_vertex("b", collect_sink(), 2)
+    >>> print(to_dot(dag.edge(Edge.between(a, b).broadcast())).splitlines()[3])
+      "a" [label="a\nparallelism default"];
+    """
+    lines = [
+        "digraph DAG {",
+        "  rankdir=LR;",
+        '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica", fontsize=11];',
+    ]
+    for v in dag.vertices:
+        lp = v.local_parallelism or default_parallelism
+        label = f"{_escape(v.name)}\\nparallelism {'default' if lp is None else lp}"
+        lines.append(f'  {_quote(v.name)} [label="{label}"];')
+    for e in dag.edges:
+        parts = [e.routing.value]
+        if e.source_ordinal or e.destination_ordinal:
+            parts.append(f"{e.source_ordinal} -> {e.destination_ordinal}")
+        if e.edge_priority:
+            parts.append(f"priority {e.edge_priority}")
+        if e.edge_queue_size != 1024:
+            parts.append(f"queue {e.edge_queue_size}")
+        style = ', style="dashed"' if e.routing.value in ("partitioned", "all-to-one") else ""
+        lines.append(
+            f"  {_quote(e.source.name)} -> {_quote(e.destination.name)} "
+            f'[label={_quote(", ".join(parts))}, fontname="Helvetica", fontsize=9{style}];'
+        )
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def to_svg(dag: DAG) -> str | None:
+    """SVG text drawn by Graphviz's ``dot`` program, or None if ``dot`` is not installed."""
+    dot = shutil.which("dot")
+    if dot is None:
+        return None
+    done = subprocess.run([dot, "-Tsvg"], input=to_dot(dag), capture_output=True, text=True, timeout=30, check=False)
+    return done.stdout if done.returncode == 0 else None
