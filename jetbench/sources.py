@@ -48,9 +48,14 @@ def generator(
     return Source("generator", supplier, timestamped=timestamped, streaming=count is None)
 
 
-def test_stream(events: Iterable[tuple[float, Any]]) -> Source:
-    """Scripted ``(timestamp, item)`` events, emitted in the given order by a single instance."""
-    return Source("test_stream", TestStreamSource(events), local_parallelism=1, timestamped=True, streaming=False)
+def test_stream(events: Iterable[tuple[float, Any]], allowed_lag: float = 0) -> Source:
+    """Scripted ``(timestamp, item)`` events, emitted in the given order by a single instance.
+
+    Watermarks trail the highest timestamp seen by ``allowed_lag`` ms: an event more than that
+    behind may be late (dropped by windows).
+    """
+    return Source("test_stream", TestStreamSource(events), local_parallelism=1, timestamped=True,
+                  streaming=False, allowed_lag=allowed_lag)
 
 
 test_stream.__test__ = False  # not a pytest test

@@ -132,8 +132,13 @@ class Planner:
 
         p = node.params
         supplier = insert_watermarks(p["ts_fn"], p["allowed_lag"], self.watermark_frame, p["idle_timeout_ms"])
-        pv = self._vertex(node.name, supplier, node.local_parallelism)
-        self._connect(node.upstream[0], pv, plain=True)
+        upstream = self.out[node.upstream[0]]
+        # Isolated, as in Jet: each upstream instance's order survives into its own watermarks.
+        lp = node.local_parallelism or upstream.vertex.local_parallelism
+        pv = self._vertex(node.name, supplier, lp)
+        up_lp = upstream.vertex.local_parallelism
+        isolated = up_lp is None and lp is None or (up_lp is not None and lp is not None and lp >= up_lp)
+        self._connect(node.upstream[0], pv, routing=Routing.ISOLATED if isolated else Routing.UNICAST, plain=True)
         self.out[node] = Output(pv, True)
 
     def _plan_merge(self, node: Node) -> None:

@@ -1,10 +1,12 @@
 """Event-time watermarks: `InsertWatermarksP` timestamps items and emits watermarks into the stream.
 
-Policy: *limiting lag* (Jet's ``WatermarkPolicy.limitingLag``) throttled to frames. After each
-inbox batch, the candidate ``max timestamp seen - allowed_lag`` is floored to a multiple of
-``throttle_frame`` and emitted as a `Watermark` when it exceeds the last one emitted, so
-watermarks never decrease and only go out when they cross a frame boundary. An input with no
-item for ``idle_timeout_ms`` of wall time sends the idle marker once, until items arrive again.
+Policy: *limiting lag* (Jet's ``WatermarkPolicy.limitingLag``) throttled to frames: the candidate
+``max timestamp seen - allowed_lag`` is floored to a multiple of ``throttle_frame`` and emitted
+as a `Watermark` when it exceeds the last one emitted, so watermarks never decrease and only go
+out when they cross a frame boundary. The watermark goes right after the item that raised it
+(as Jet's ``EventTimeMapper`` does, per event), so the output does not depend on how the input
+is batched; a batch that raises no watermark (the common case) is emitted whole. An input with
+no item for ``idle_timeout_ms`` of wall time sends the idle marker once, until items arrive again.
 
 Items come out as ``(ts, item)`` pairs; late items (below the last watermark) pass through, the
 window processors downstream drop them.
@@ -14,17 +16,29 @@ window processors downstream drop them.
 >>> p = InsertWatermarksP(ts_fn=lambda x: x * 100, allowed_lag=0, throttle_frame=1000)
 >>> box = Outbox(ordinal_count=1)
 >>> p.init(box, None)
->>> p.process(0, Inbox([3, 15, 12]))
+>>> p.process(0, Inbox([3, 15, 12, 9]))
 >>> box._take_bucket(0)
-[(300, 3), (1500, 15), (1200, 12)]
+[(300, 3)]
 >>> p.try_process(), box._control
-(True, Watermark(1000))
+(False, Watermark(0))
+>>> box._control = None
+>>> p.try_process(), box._take_bucket(0)
+(False, [(1500, 15)])
+>>> p.try_process(), box._control
+(False, Watermark(1000))
+>>> box._control = None
+>>> p.try_process(), box._take_bucket(0)
+(True, [(1200, 12), (900, 9)])
 """
 
 from __future__ import annotations
 
+import math
 import time
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable
+from itertools import accumulate
 from operator import itemgetter
 from typing import Any
 
@@ -58,9 +72,11 @@ class InsertWatermarksP(Processor):
         self.idle_timeout_ms = idle_timeout_ms if idle_timeout_ms and idle_timeout_ms > 0 else None
         self.watermarks_emitted = 0
         self.idle_messages_emitted = 0
-        self._max_ts: int | float | None = None
-        self._last_wm: int | float | None = None  # timestamp of the last watermark emitted
-        self._pending_wm: Watermark | None = None  # decided, not yet accepted by the outbox
+        self.last_watermark: int | None = None  # the last watermark decided (queued or emitted)
+        #: the smallest timestamp that raises the watermark: last + frame + lag
+        self._threshold: float = -math.inf
+        #: item lists and watermarks decided but not yet accepted by the outbox, in order
+        self._queue: deque = deque()
         self._last_item_at = 0.0
         self._idle = False  # the idle marker went out; cleared by the next item
 
@@ -70,23 +86,30 @@ class InsertWatermarksP(Processor):
         self._last_item_at = time.monotonic()
 
     def _flush(self) -> bool:
-        """Push out what a refusing outbox left behind: data first, then the watermark."""
-        if not self._emitter.flush():
+        """Push out what a refusing outbox left behind, in order; True when nothing is left."""
+        emitter = self._emitter
+        if not emitter.flush():
             return False
-        wm = self._pending_wm
-        if wm is not None:
-            if not self.outbox.offer(wm):
-                return False
-            self._pending_wm = None
-            if wm.is_idle_marker:
-                self.idle_messages_emitted += 1
+        queue = self._queue
+        while queue:
+            head = queue[0]
+            if type(head) is Watermark:
+                if not self.outbox.offer(head):
+                    return False
+                queue.popleft()
+                if head.is_idle_marker:
+                    self.idle_messages_emitted += 1
+                else:
+                    self.watermarks_emitted += 1
             else:
-                self.watermarks_emitted += 1
+                queue.popleft()
+                if not emitter.emit(head):
+                    return False
         return True
 
     def process(self, ordinal: int, inbox) -> None:
         emitter = self._emitter
-        if (emitter.pending or self._pending_wm is not None) and not self._flush():
+        if (emitter.pending or self._queue) and not self._flush():
             return
         room = emitter.room()
         if room <= 0:
@@ -104,18 +127,37 @@ class InsertWatermarksP(Processor):
             top = max(stamps)
         self._last_item_at = time.monotonic()
         self._idle = False
-        emitter.emit(out)
-        if self._max_ts is None or top > self._max_ts:
-            self._max_ts = top
-            frame = self.throttle_frame
-            wm = int((top - self.allowed_lag) // frame) * frame
-            if self._last_wm is None or wm > self._last_wm:
-                self._last_wm = wm
-                self._pending_wm = Watermark(wm)
-                self._flush()
+        if top < self._threshold:  # no watermark in this batch
+            emitter.emit(out)
+            return
+        self._split(out, list(accumulate(map(_first, out), max)))
+        self._flush()
+
+    def _split(self, out: list, running_max: list) -> None:
+        """Queue ``out`` with a watermark after each item that raises it."""
+        queue = self._queue
+        lag, frame = self.allowed_lag, self.throttle_frame
+        threshold = self._threshold
+        n = len(out)
+        start = 0
+        i = bisect_left(running_max, threshold)
+        while i < n:
+            wm = int((running_max[i] - lag) // frame) * frame
+            if self.last_watermark is None or wm > self.last_watermark:
+                queue.append(out[start : i + 1])
+                queue.append(Watermark(wm))
+                start = i + 1
+                self.last_watermark = wm
+                threshold = wm + frame + lag
+                i = bisect_left(running_max, threshold, start)
+            else:  # float rounding at the threshold: look further
+                i += 1
+        if start < n:
+            queue.append(out[start:] if start else out)
+        self._threshold = threshold
 
     def try_process(self) -> bool:
-        if (self._emitter.pending or self._pending_wm is not None) and not self._flush():
+        if (self._emitter.pending or self._queue) and not self._flush():
             return False
         timeout = self.idle_timeout_ms
         if (
@@ -124,7 +166,7 @@ class InsertWatermarksP(Processor):
             and (time.monotonic() - self._last_item_at) * 1000.0 >= timeout
         ):
             self._idle = True
-            self._pending_wm = IDLE_MESSAGE
+            self._queue.append(IDLE_MESSAGE)
             return self._flush()
         return True
 
@@ -140,8 +182,14 @@ def _check_args(ts_fn: Any, allowed_lag: Any, throttle_frame: Any) -> None:
     if ts_fn is not None and not callable(ts_fn):
         raise JetbenchError(f"insert_watermarks: ts_fn must be callable or None, got {ts_fn!r}")
     if isinstance(allowed_lag, bool) or not isinstance(allowed_lag, int | float) or allowed_lag < 0:
-        raise JetbenchError(f"insert_watermarks: allowed_lag must be a number >= 0 (ms), got {allowed_lag!r}")
-    if isinstance(throttle_frame, bool) or not isinstance(throttle_frame, int) or throttle_frame <= 0:
+        raise JetbenchError(
+            f"insert_watermarks: allowed_lag must be a number >= 0 (ms), got {allowed_lag!r}"
+        )
+    if (
+        isinstance(throttle_frame, bool)
+        or not isinstance(throttle_frame, int)
+        or throttle_frame <= 0
+    ):
         raise JetbenchError(
             f"insert_watermarks: throttle_frame must be a positive int (ms), got {throttle_frame!r}"
         )
@@ -158,7 +206,9 @@ class InsertWatermarks:
         self.idle_timeout_ms = idle_timeout_ms
 
     def __call__(self) -> InsertWatermarksP:
-        return InsertWatermarksP(self.ts_fn, self.allowed_lag, self.throttle_frame, self.idle_timeout_ms)
+        return InsertWatermarksP(
+            self.ts_fn, self.allowed_lag, self.throttle_frame, self.idle_timeout_ms
+        )
 
     def __repr__(self) -> str:
         return f"insert_watermarks(lag={self.allowed_lag}, frame={self.throttle_frame})"

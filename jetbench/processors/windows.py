@@ -90,12 +90,16 @@ class SlidingWindowP(Processor):
         #: frames [next_end - size, next_end - slide), the next window minus its leading frame.
         self._running: dict[Hashable, list] = {}
         # An identity finish would hand the running accumulator out while we keep mutating it.
-        self._copy_running = self._running_mode and op.finish is None
+        self._running_value = self._copy_of if op.finish is None else op.finish
         self.late_events_dropped = 0
 
     def init(self, outbox, context) -> None:
         super().init(outbox, context)
         self._emitter = Emitter(outbox)
+
+    def _copy_of(self, acc: Any) -> Any:
+        """A mutable accumulator copied through ``combine(create(), acc)``; others as they are."""
+        return acc if type(acc) in _IMMUTABLE else self.op.combine(self.op.create(), acc)
 
     # -- input ----------------------------------------------------------------------------------
 
@@ -216,13 +220,8 @@ class SlidingWindowP(Processor):
                     else:
                         entry[0] = combine(entry[0], a)
                         entry[1] += 1
-            if self._copy_running:
-                out += [
-                    (end, WindowResult(start, end, k, e[0] if type(e[0]) in _IMMUTABLE else combine(create(), e[0])))
-                    for k, e in running.items()
-                ]
-            else:
-                out += [(end, WindowResult(start, end, k, finish(e[0]))) for k, e in running.items()]
+            value = self._running_value
+            out += [(end, WindowResult(start, end, k, value(e[0]))) for k, e in running.items()]
             trailing = frames.pop(start, None)
             if trailing:
                 for k, a in trailing.items():
@@ -249,9 +248,13 @@ class SlidingWindowP(Processor):
 
 def _check_sliding(op: AggregateOperation, window_def: WindowDefinition) -> None:
     if not isinstance(window_def, WindowDefinition) or window_def.kind != "sliding":
-        raise JetbenchError(f"SlidingWindowP needs a tumbling or sliding window definition, got {window_def!r}")
+        raise JetbenchError(
+            f"SlidingWindowP needs a tumbling or sliding window definition, got {window_def!r}"
+        )
     if window_def.size <= 0 or window_def.slide <= 0 or window_def.size % window_def.slide:
-        raise JetbenchError(f"invalid window definition {window_def!r}: size must be a positive multiple of slide")
+        raise JetbenchError(
+            f"invalid window definition {window_def!r}: size must be a positive multiple of slide"
+        )
     if window_def.size != window_def.slide and op.combine is None:
         raise JetbenchError(
             f"{window_def!r} needs an AggregateOperation with combine (a window spans several frames); "
@@ -265,7 +268,9 @@ class SessionWindowP(Processor):
     ``end <= wm``, ordered by end, then is forwarded.
     """
 
-    def __init__(self, key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation, gap: int | float):
+    def __init__(
+        self, key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation, gap: int | float
+    ):
         _check_session(op, gap)
         self.key_fn = _get_key_fn(key_fn)
         self.op = op
@@ -389,8 +394,6 @@ class SessionWindowP(Processor):
 
 def _start(session: list) -> Any:
     return session[0]
-
-
 
 
 def _check_session(op: AggregateOperation, gap: Any) -> None:

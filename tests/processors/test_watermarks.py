@@ -9,6 +9,8 @@ from operator import itemgetter
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from window_helpers import CONTEXT, canon, drive, reference_sliding
 
 from jetbench import DAG, Edge, ExecutionService
@@ -25,23 +27,20 @@ from jetbench.processors.windows import window_aggregate
 from jetbench.testing import verify_processor
 
 
-def check_limiting_lag(output: list, expected_items: list, lag, frame) -> None:
-    """Items pass in order; every watermark is the throttled limiting-lag candidate of the items
-    before it, strictly above the previous one; the last one covers every item."""
-    items = [x for x in output if not isinstance(x, Watermark)]
-    assert items == expected_items
+def reference_insert(items: list, ts_fn, lag, frame) -> list:
+    """Per item: stamp it, then a watermark if the throttled limiting-lag candidate went up."""
+    out: list = []
+    last = None
     top = -math.inf
-    last = -math.inf
-    for x in output:
-        if isinstance(x, Watermark):
-            assert not x.is_idle_marker
-            assert x.timestamp == math.floor((top - lag) / frame) * frame, (x, top)
-            assert x.timestamp > last
-            last = x.timestamp
-        else:
-            top = max(top, x[0])
-    if items:
-        assert last == math.floor((top - lag) / frame) * frame
+    for x in items:
+        ts = x[0] if ts_fn is None else ts_fn(x)
+        out.append(x if ts_fn is None else (ts, x))
+        top = max(top, ts)
+        wm = math.floor((top - lag) / frame) * frame
+        if last is None or wm > last:
+            out.append(Watermark(wm))
+            last = wm
+    return out
 
 
 STAMPED = [(t, f"e{t}") for t in [5, 3, 12, 40, 38, 41, 95, 60, 100, 101, 250, 7]]
@@ -49,12 +48,14 @@ STAMPED = [(t, f"e{t}") for t in [5, 3, 12, 40, 38, 41, 95, 60, 100, 101, 250, 7
 
 def test_verify_processor_with_ts_fn():
     items = [t for t, _ in STAMPED]
+    expected = reference_insert(items, lambda x: 10 * x, 25, 100)
+    assert sum(isinstance(x, Watermark) for x in expected) == 4
     report = verify_processor(
         insert_watermarks(lambda x: 10 * x, allowed_lag=25, throttle_frame=100),
         input=items,
-        assert_output=lambda out: check_limiting_lag(out, [(10 * x, x) for x in items], 25, 100),
+        expected=expected,
     )
-    assert report.runs[0].processor.watermarks_emitted > 3
+    assert [r.processor.watermarks_emitted for r in report.runs] == [4, 4]
 
 
 def test_verify_processor_passes_stamped_pairs_through_and_swallows_upstream_watermarks():
@@ -62,22 +63,54 @@ def test_verify_processor_passes_stamped_pairs_through_and_swallows_upstream_wat
     verify_processor(
         insert_watermarks(None, allowed_lag=2, throttle_frame=10),
         input=steps,
-        assert_output=lambda out: check_limiting_lag(out, STAMPED, 2, 10),
+        expected=reference_insert(STAMPED, None, 2, 10),
     )
 
 
-def test_one_watermark_per_batch_after_its_items():
+def test_watermark_goes_right_after_the_item_that_raised_it():
     p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10)
-    out = drive(p, STAMPED, batch=4)
+    out = drive(p, STAMPED, batch=1024)
     assert out == [
-        *STAMPED[:4], Watermark(40), *STAMPED[4:8], Watermark(90), *STAMPED[8:], Watermark(250),
+        (5, "e5"), Watermark(0), (3, "e3"), (12, "e12"), Watermark(10), (40, "e40"), Watermark(40),
+        (38, "e38"), (41, "e41"), (95, "e95"), Watermark(90), (60, "e60"), (100, "e100"),
+        Watermark(100), (101, "e101"), (250, "e250"), Watermark(250), (7, "e7"),
     ]  # fmt: skip
-    assert p.watermarks_emitted == 3
+    assert p.watermarks_emitted == 6
+
+
+def test_a_batch_without_a_new_watermark_is_emitted_whole():
+    p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=1000)
+    box = Outbox(1, capacity=1024)
+    p.init(box, CONTEXT)
+    p.process(0, Inbox([(1, "first")]))
+    assert box._take_bucket(0) == [(1, "first")] and p.try_process()
+    box._control = None
+    batch = [(t, t) for t in range(500)]
+    p.process(0, Inbox(list(batch)))
+    assert box._take_bucket(0) == batch and box._control is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    stamps=st.lists(st.one_of(st.integers(-50, 500), st.floats(-50, 500)), max_size=40),
+    lag=st.one_of(st.integers(0, 30), st.floats(0, 30)),
+    frame=st.integers(1, 40),
+    batch=st.sampled_from([1, 3, 1024]),
+    capacity=st.sampled_from([1, 2, 1024]),
+)
+def test_matches_per_item_reference_whatever_the_batching(stamps, lag, frame, batch, capacity):
+    items = [(ts, i) for i, ts in enumerate(stamps)]
+    p = InsertWatermarksP(None, allowed_lag=lag, throttle_frame=frame)
+    assert drive(p, items, batch=batch, capacity=capacity) == reference_insert(
+        items, None, lag, frame
+    )
 
 
 def test_throttled_to_frames_and_never_decreasing():
     p = InsertWatermarksP(None, allowed_lag=5, throttle_frame=100)
-    out = drive(p, [(104, "a"), (106, "b"), (50, "late"), (199, "c"), (205, "d"), (304, "e")], batch=1)
+    out = drive(
+        p, [(104, "a"), (106, "b"), (50, "late"), (199, "c"), (205, "d"), (304, "e")], batch=1
+    )
     assert out == [
         (104, "a"), Watermark(0), (106, "b"), Watermark(100), (50, "late"), (199, "c"), (205, "d"),
         Watermark(200), (304, "e"),
@@ -86,7 +119,12 @@ def test_throttled_to_frames_and_never_decreasing():
 
 def test_float_timestamps_and_negative_watermarks():
     p = InsertWatermarksP(lambda x: x, allowed_lag=0.5, throttle_frame=10)
-    assert drive(p, [-3.0, 12.25], batch=1) == [(-3.0, -3.0), Watermark(-10), (12.25, 12.25), Watermark(10)]
+    assert drive(p, [-3.0, 12.25], batch=1) == [
+        (-3.0, -3.0),
+        Watermark(-10),
+        (12.25, 12.25),
+        Watermark(10),
+    ]
 
 
 class FakeClock:
@@ -179,7 +217,9 @@ def test_job_insert_watermarks_then_window_aggregate(threads, wd):
     key_fn = itemgetter(0)
     dag = DAG()
     src = dag.new_vertex("src", items_source(events), local_parallelism=2)
-    ins = dag.new_vertex("wm", insert_watermarks(None, allowed_lag=0, throttle_frame=25), local_parallelism=2)
+    ins = dag.new_vertex(
+        "wm", insert_watermarks(None, allowed_lag=0, throttle_frame=25), local_parallelism=2
+    )
     win = dag.new_vertex("win", window_aggregate(key_fn, op, wd), local_parallelism=2)
     out = dag.new_vertex("out", collect_sink(), local_parallelism=1)
     dag.edge(Edge.between(src, ins).isolated())

@@ -79,7 +79,15 @@ def R(start, end, key, value):  # noqa: N802
 
 
 def test_tumbling_keyed_example():
-    steps = [(1, ("a", 1)), (3, ("b", 2)), (12, ("a", 4)), (7, ("a", 8)), W(10), (15, ("b", 16)), W(20)]
+    steps = [
+        (1, ("a", 1)),
+        (3, ("b", 2)),
+        (12, ("a", 4)),
+        (7, ("a", 8)),
+        W(10),
+        (15, ("b", 16)),
+        W(20),
+    ]
     out = drive(SlidingWindowP(key0, value_sum, tumbling(10)), steps)
     assert out == [
         R(0, 10, "a", 9), R(0, 10, "b", 2), W(10),
@@ -111,7 +119,12 @@ def test_complete_emits_everything_in_order_of_end():
     p = SlidingWindowP(key0, value_sum, sliding(4, 2))
     out = drive(p, [(9, ("a", 1)), (0, ("b", 2)), (5, ("a", 4))])
     assert [(e, wr.key, wr.value) for e, wr in out] == [
-        (2, "b", 2), (4, "b", 2), (6, "a", 4), (8, "a", 4), (10, "a", 1), (12, "a", 1)
+        (2, "b", 2),
+        (4, "b", 2),
+        (6, "a", 4),
+        (8, "a", 4),
+        (10, "a", 1),
+        (12, "a", 1),
     ]
 
 
@@ -120,7 +133,11 @@ def test_mutable_running_accumulator_is_not_shared_with_emitted_results():
     out = drive(p, [(1, ("k", "a")), (11, ("k", "b")), (21, ("k", "c")), W(100)])
     values = [wr.value for _, wr in out[:-1]]
     assert values == [
-        Counter(a=1), Counter(a=1, b=1), Counter(a=1, b=1, c=1), Counter(b=1, c=1), Counter(c=1)
+        Counter(a=1),
+        Counter(a=1, b=1),
+        Counter(a=1, b=1, c=1),
+        Counter(b=1, c=1),
+        Counter(c=1),
     ]
 
 
@@ -131,10 +148,18 @@ def test_float_timestamps():
     assert all(type(e) is int and type(wr.start) is int for e, wr in out[:2] + out[3:])
 
 
-@pytest.mark.parametrize("op", [value_sum, value_sum_no_deduct, counting], ids=["deduct", "recombine", "tumbling"])
+@pytest.mark.parametrize(
+    "op", [value_sum, value_sum_no_deduct, counting], ids=["deduct", "recombine", "tumbling"]
+)
 def test_huge_watermark_jumps_skip_empty_windows(op):
     wd = tumbling(1) if op is counting else sliding(5, 1)
-    steps = [(0, ("k", 1)), (10**12, ("k", 1)), W(10**12 - 10), W(2 * 10**12), (3 * 10**12, ("k", 1))]
+    steps = [
+        (0, ("k", 1)),
+        (10**12, ("k", 1)),
+        W(10**12 - 10),
+        W(2 * 10**12),
+        (3 * 10**12, ("k", 1)),
+    ]
     start = time.perf_counter()
     out = drive(SlidingWindowP(None, op, wd), steps)
     assert time.perf_counter() - start < 1.0
@@ -162,7 +187,9 @@ def test_sliding_without_combine_is_rejected_tumbling_allowed():
 
 def test_session_without_combine_is_rejected():
     no_combine = AggregateOperation(create=lambda: 0, accumulate=lambda a, x: a + 1)
-    with pytest.raises(JetbenchError, match="session windows need an AggregateOperation with combine"):
+    with pytest.raises(
+        JetbenchError, match="session windows need an AggregateOperation with combine"
+    ):
         SessionWindowP(None, no_combine, 10)
     with pytest.raises(JetbenchError, match="combine"):
         window_aggregate(None, no_combine, session(10))
