@@ -155,9 +155,10 @@ class CooperativeWorker(_Worker):
             self.iteration_count += 1
             if finished is not None:
                 for t in finished:
-                    tasklets.remove(t)
                     if stealing is not None:
-                        stealing.dismissed(self, t)
+                        stealing.dismissed(self, t)  # removes it from our list under its lock
+                    else:
+                        tasklets.remove(t)
             if progress:
                 idle_round = 0
             elif tasklets or self.expected:
@@ -214,8 +215,14 @@ class WorkStealing:
         self.steals = 0
 
     def dismissed(self, worker: CooperativeWorker, t: ProcessorTasklet) -> None:
+        """``worker`` leaves ``t``, finished or marked for stealing: remove it from its list and
+        hand it over if marked. Under the lock, so `release_marks` always finds a marked
+        tasklet in its owner's list and never races a handover."""
         with self._lock:
             thief = t.steal_to
+            if thief is None and not t.is_done:
+                return  # the thief released its mark (job torn down): the owner keeps it
+            worker.tasklets.remove(t)
             if thief is not None:  # marked: hand it over (finished ones just release the mark)
                 t.steal_to = None
                 thief.expected -= 1

@@ -135,8 +135,8 @@ class MetricsSampler:
     """Samples a job's metrics every ``interval_s`` on its own thread into flat records.
 
     Each record is a dict with ``t`` (seconds since submission), ``kind`` ("tasklet" or
-    "worker") and the statistics' fields (a worker's own ``kind`` becomes ``worker_kind``). The thread stops after one last sample when the job
-    ends, or on `stop()`.
+    "worker") and the statistics' fields (a worker's own ``kind`` becomes ``worker_kind``).
+    The thread stops after one last sample when the job ends, or on `stop()`.
     """
 
     def __init__(self, job: Job, interval_s: float = 0.1):

@@ -196,7 +196,9 @@ def linear_dag(
     return dag
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.002) -> bool:
+def wait_until(
+    predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.002
+) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 from engine_helpers import Lifecycle, ListSource, RecordingSink, Supplier, Tracked, linear_dag
 
-from jetbench import DAG, Edge, JetbenchError, Watermark
+from jetbench import DAG, Edge, ExecutionService, JetbenchError, Watermark
 from jetbench.core import IDLE_MESSAGE
 from jetbench.core.watermarks import WatermarkCoalescer
-from jetbench.processors import map_processor
+from jetbench.processors import flat_map_processor, map_processor
 
 # -- completion ---------------------------------------------------------------------------------
 
@@ -172,22 +172,34 @@ def _event_stream(n, wm_every, offset=0):
     return out
 
 
-@pytest.mark.parametrize("via_map", [False, True], ids=["direct", "via-map"])
-def test_items_before_watermark_are_processed_first(service, via_map):
+def _burst(x):
+    """Expands the item just before each watermark 30-fold: more than the outbox takes."""
+    return [x] * (30 if x % 10 == 9 else 1)
+
+
+@pytest.mark.parametrize("via", ["direct", "map", "flat_map"])
+def test_items_before_watermark_are_processed_first(threads, via):
+    service = ExecutionService(cooperative_threads=threads, outbox_capacity=8)
     stream = _event_stream(600, 10)
     sinks = Supplier(lambda: RecordingSink(record_watermarks=True))
     dag = DAG()
     src = dag.new_vertex("src", lambda: ListSource(stream, per_call=13), 1)
     sink = dag.new_vertex("sink", sinks, 1)
-    if via_map:
-        ident = dag.new_vertex("ident", map_processor(lambda x: x), 1)
-        dag.edge(Edge.between(src, ident).queue_size(4)).edge(Edge.between(ident, sink).queue_size(3))
-    else:
+    expected = stream
+    if via == "direct":
         dag.edge(Edge.between(src, sink).queue_size(4))
+    else:
+        if via == "map":
+            mid = dag.new_vertex("ident", map_processor(lambda x: x), 1)
+        else:  # what the outbox refuses waits in the processor, not in the outbox
+            mid = dag.new_vertex("burst", flat_map_processor(_burst), 1)
+            expected = [y for x in stream for y in ([x] if isinstance(x, Watermark) else _burst(x))]
+        dag.edge(Edge.between(src, mid).queue_size(4))
+        dag.edge(Edge.between(mid, sink).queue_size(3))
     service.submit(dag).join(timeout=20)
     (p,) = sinks.created
     seen = [Watermark(e[1]) if e[0] == "wm" else e[2] for e in p.events if e[0] in ("wm", "item")]
-    assert seen == stream  # one path: exactly the emitted order, watermarks in place
+    assert seen == expected  # one path: exactly the emitted order, watermarks in place
 
 
 class WmLog:
@@ -289,8 +301,12 @@ def test_watermarks_from_two_producers_are_coalesced_to_min(service):
 def test_watermarks_coalesced_over_inbound_ordinals(service):
     log = WmLog()
     dag = DAG()
-    a = dag.new_vertex("a", lambda: LoggingWmSource(_event_stream(500, 7), log, "a", per_call=50), 1)
-    b = dag.new_vertex("b", lambda: LoggingWmSource(_event_stream(500, 11), log, "b", per_call=2), 1)
+    a = dag.new_vertex(
+        "a", lambda: LoggingWmSource(_event_stream(500, 7), log, "a", per_call=50), 1
+    )
+    b = dag.new_vertex(
+        "b", lambda: LoggingWmSource(_event_stream(500, 11), log, "b", per_call=2), 1
+    )
     sink = dag.new_vertex("sink", lambda: LoggingWmSink(log), 1)
     dag.edge(Edge.from_(a).to(sink, 0).queue_size(8)).edge(Edge.from_(b).to(sink, 1).queue_size(8))
     service.submit(dag).join(timeout=20)
@@ -303,7 +319,9 @@ def test_watermarks_through_parallel_map(service):
     made = []
 
     def supplier():
-        p = LoggingWmSource(_event_stream(400, 10, offset=len(made) * 3), log, "src", per_call=[40, 5][len(made)])
+        p = LoggingWmSource(
+            _event_stream(400, 10, offset=len(made) * 3), log, "src", per_call=[40, 5][len(made)]
+        )
         made.append(p)
         return p
 
@@ -342,7 +360,11 @@ def test_idle_producer_does_not_hold_back_watermarks(service):
 
     def supplier():
         k = len(made)
-        stream = [Watermark(10), IDLE_MESSAGE] if k == 0 else [Watermark(20), 1, Watermark(30), 2, Watermark(40)]
+        stream = (
+            [Watermark(10), IDLE_MESSAGE]
+            if k == 0
+            else [Watermark(20), 1, Watermark(30), 2, Watermark(40)]
+        )
         p = Idler(stream, split=False)
         made.append(p)
         return p
@@ -453,7 +475,11 @@ def test_coalescer_rejects_non_increasing_watermark(second):
 
 def test_coalescer_single_input_passes_increasing_watermarks():
     c = WatermarkCoalescer(1)
-    assert [c.observe(0, Watermark(t)) for t in (1, 2, 5)] == [Watermark(1), Watermark(2), Watermark(5)]
+    assert [c.observe(0, Watermark(t)) for t in (1, 2, 5)] == [
+        Watermark(1),
+        Watermark(2),
+        Watermark(5),
+    ]
 
 
 def test_non_increasing_watermark_fails_the_job(service):

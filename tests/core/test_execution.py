@@ -250,7 +250,10 @@ def test_non_cooperative_tasklet_runs_on_blocking_thread(service, threads):
     assert all(len(names) == 1 for names in per_instance.values())
     assert len({next(iter(n)) for n in per_instance.values()}) == 2
     coop_pattern = re.compile(rf"^jetbench\.{re.escape(job.name)}\.cooperative-(\d+)$")
-    assert all(coop_pattern.match(name) and int(coop_pattern.match(name)[1]) < threads for _, _, name in coop_names)
+    assert all(
+        coop_pattern.match(name) and int(coop_pattern.match(name)[1]) < threads
+        for _, _, name in coop_names
+    )
     m = job.metrics()
     assert [t.cooperative for t in m.tasklets if t.vertex == "block"] == [False, False]
     assert all(t.worker < 0 for t in m.tasklets if t.vertex == "block")

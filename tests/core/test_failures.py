@@ -26,7 +26,9 @@ STAGES = ["init", "process", "try_process_watermark", "complete_edge", "complete
 class Boom(Tracked):
     """Forwards items; instance ``bad`` raises ``error`` in ``where``."""
 
-    def __init__(self, where: str, lifecycle: Lifecycle, errors: dict, bad: int = 1, after: int = 50):
+    def __init__(
+        self, where: str, lifecycle: Lifecycle, errors: dict, bad: int = 1, after: int = 50
+    ):
         super().__init__(lifecycle)
         self.where = where
         self.errors = errors
@@ -84,7 +86,11 @@ def _all_closed_once(lifecycle: Lifecycle, expected: dict[str, int]) -> None:
     """Every processor instance was closed exactly once (initialized or not)."""
     assert len(lifecycle.instances) == sum(expected.values())
     assert [p.closed for p in lifecycle.instances] == [1] * len(lifecycle.instances)
-    initialized = {(p.context.vertex_name, p.context.global_index) for p in lifecycle.instances if p.initialized}
+    initialized = {
+        (p.context.vertex_name, p.context.global_index)
+        for p in lifecycle.instances
+        if p.initialized
+    }
     assert initialized <= {(v, i) for v, lp in expected.items() for i in range(lp)}
 
 
@@ -94,7 +100,9 @@ def test_exception_fails_job_names_vertex_and_instance(service, where):
     errors: dict = {}
     listener_calls: list = []
     dag = DAG()
-    src = dag.new_vertex("src", lambda: ListSource(_stream(), per_call=50, split=False, lifecycle=lifecycle), 1)
+    src = dag.new_vertex(
+        "src", lambda: ListSource(_stream(), per_call=50, split=False, lifecycle=lifecycle), 1
+    )
     mid = dag.new_vertex("mid", lambda: Boom(where, lifecycle, errors), 2)
     sink = dag.new_vertex("sink", lambda: RecordingSink(lifecycle=lifecycle), 2)
     dag.edge(Edge.between(src, mid).broadcast().queue_size(32)).edge(Edge.between(mid, sink))
@@ -327,7 +335,9 @@ def test_cancel_endless_source(service):
 
 def test_cancel_with_slow_non_cooperative_sink(service):
     lifecycle = Lifecycle()
-    sinks = Supplier(lambda: RecordingSink(cooperative=False, sleep_s=0.02, max_per_call=1, lifecycle=lifecycle))
+    sinks = Supplier(
+        lambda: RecordingSink(cooperative=False, sleep_s=0.02, max_per_call=1, lifecycle=lifecycle)
+    )
     dag = linear_dag(lambda: EndlessSource(lifecycle), sinks, 1, 2, lambda e: e.queue_size(8))
     job = service.submit(dag)
     _cancel_and_join(job)
@@ -366,7 +376,9 @@ def test_cancel_blocking_source_with_fast_consumer(service):
                 self.outbox.offer(i)
                 i += 1
 
-    dag = linear_dag(lambda: BlockingEndless(lifecycle), lambda: RecordingSink(lifecycle=lifecycle), 1, 1)
+    dag = linear_dag(
+        lambda: BlockingEndless(lifecycle), lambda: RecordingSink(lifecycle=lifecycle), 1, 1
+    )
     job = service.submit(dag)
     _cancel_and_join(job)
     _all_closed_once(lifecycle, {"source": 1, "sink": 1})
@@ -441,7 +453,9 @@ def test_concurrent_joiners_all_see_result(service):
 
     job = service.submit(linear_dag(lambda: TimedSource(0.1), collect_sink(), 1, 1))
     results: list = []
-    joiners = [threading.Thread(target=lambda: results.append(job.join(timeout=10))) for _ in range(3)]
+    joiners = [
+        threading.Thread(target=lambda: results.append(job.join(timeout=10))) for _ in range(3)
+    ]
     for t in joiners:
         t.start()
     for t in joiners:
@@ -452,8 +466,47 @@ def test_concurrent_joiners_all_see_result(service):
 def test_service_rejects_bad_configuration():
     from jetbench import JetbenchError
 
-    for kwargs in ({"cooperative_threads": 0}, {"cooperative_threads": 1.5}, {"outbox_capacity": 0}):
+    for kwargs in (
+        {"cooperative_threads": 0},
+        {"cooperative_threads": 1.5},
+        {"outbox_capacity": 0},
+    ):
         with pytest.raises(JetbenchError):
             ExecutionService(**kwargs)
     with pytest.raises(JetbenchError):
         ExecutionService().submit("not a dag")
+
+
+def test_cancel_with_work_stealing_closes_every_processor(threads):
+    """Cancel while work-stealing marks are outstanding: a marked tasklet whose thief has
+    left must still be closed by its owner (regression: it used to be dropped)."""
+
+    class Sleepy(Tracked):
+        def complete(self):
+            time.sleep(0.003)
+            return False
+
+    class Quick(Tracked):
+        def __init__(self, lifecycle, calls):
+            super().__init__(lifecycle)
+            self.calls = calls
+
+        def complete(self):
+            time.sleep(0.0005)
+            self.calls -= 1
+            return self.calls <= 0
+
+    for trial in range(20 if threads > 1 else 3):  # one thread: nobody to steal
+        lifecycle = Lifecycle()
+        dag = DAG()
+        for k in range(10):  # dealt alternately: worker 0 gets the sleepy ones
+            dag.new_vertex(f"slow{k}", lambda lc=lifecycle: Sleepy(lc), 1)
+            dag.new_vertex(f"quick{k}", lambda k=k, lc=lifecycle: Quick(lc, 5 * k + 1), 1)
+        job = ExecutionService(cooperative_threads=threads, work_stealing=True).submit(dag)
+        time.sleep(0.02 + 0.005 * trial)  # 20 to 115 ms: before, during and after stealing
+        job.cancel()
+        with pytest.raises(JobCancelled):
+            job.join(timeout=5)
+        _all_closed_once(
+            lifecycle, {**{f"slow{k}": 1 for k in range(10)}, **{f"quick{k}": 1 for k in range(10)}}
+        )

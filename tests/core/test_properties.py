@@ -68,7 +68,9 @@ queue_sizes = st.integers(1, 64)
 @st.composite
 def stages(draw):
     kind = draw(st.sampled_from(["map", "filter", "flat_map", "count"]))
-    n = {"map": len(MAPS), "filter": len(FILTERS), "flat_map": len(FLAT_MAPS), "count": len(KEYS)}[kind]
+    n = {"map": len(MAPS), "filter": len(FILTERS), "flat_map": len(FLAT_MAPS), "count": len(KEYS)}[
+        kind
+    ]
     return Stage(
         kind=kind,
         fn=draw(st.integers(0, n - 1)),
@@ -191,7 +193,9 @@ def build(spec: Spec) -> tuple[DAG, Counter]:
     expected: Counter = Counter()
     for ordinal, branch in enumerate(spec.branches):
         tail, branch_ref = b.chain(head, ref, branch)
-        factor = b.connect(tail, sink, spec.sink_routings[ordinal], spec.sink_queue, down_ordinal=ordinal)
+        factor = b.connect(
+            tail, sink, spec.sink_routings[ordinal], spec.sink_queue, down_ordinal=ordinal
+        )
         for x, m in branch_ref.items():
             expected[x] += m * factor
     return b.dag, expected

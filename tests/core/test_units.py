@@ -82,7 +82,11 @@ def test_outbox_multiple_ordinals():
     assert box.offer("all")  # None: every ordinal
     assert box.offer("one", 1)
     assert box.offer("some", [0, 2])
-    assert [box._take_bucket(o) for o in range(3)] == [["all", "some"], ["all", "one"], ["all", "some"]]
+    assert [box._take_bucket(o) for o in range(3)] == [
+        ["all", "some"],
+        ["all", "one"],
+        ["all", "some"],
+    ]
     box.offer("x", 1)
     box.offer("y", 1)
     assert not box.offer("z")  # ordinal 1 is full: nothing is accepted anywhere
@@ -315,7 +319,9 @@ class Log(Processor):
 
 def _tasklet(processor, inbound, collectors=(), outbox_capacity=8):
     ctx = ProcessorContext("v", 0, 0, 1, 1)
-    return ProcessorTasklet(processor, ctx, list(inbound), list(collectors), outbox_capacity, outbox_capacity, run=None)
+    return ProcessorTasklet(
+        processor, ctx, list(inbound), list(collectors), outbox_capacity, outbox_capacity, run=None
+    )
 
 
 def _run_to_end(t, max_calls=200):
