@@ -36,10 +36,27 @@ from .core import (
     Vertex,
     Watermark,
 )
+from .core.job import register_view
 from .pipeline import Pipeline
 from .processors.windowing import WindowResult
 
 __version__ = "0.1.0"
+
+
+def _lazy_view(module: str, attribute: str) -> Any:
+    """A view factory that imports its (heavier) module only when first used."""
+
+    def factory(job: Job, **kwargs: Any) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), attribute)(job, **kwargs)
+
+    return factory
+
+
+register_view("dashboard", _lazy_view("jetbench.notebook", "Dashboard"))
+register_view("plot_metrics", _lazy_view("jetbench.notebook.plots", "plot_metrics"))
+register_view("metrics_frame", _lazy_view("jetbench.frames", "job_metrics_frame"))
 
 
 def run(job: Any, timeout: float | None = None, fuse: bool | None = None, **execution_config: Any) -> Any:

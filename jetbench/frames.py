@@ -32,3 +32,9 @@ def metrics_frame(source: MetricsSampler | JobMetrics | list[dict[str, Any]], ki
     records = source.records if hasattr(source, "records") else source
     rows = [{k: v for k, v in r.items() if k != "kind"} for r in records if r.get("kind") == kind]
     return pd.DataFrame(rows)
+
+
+def job_metrics_frame(job: Any, kind: str = "tasklet") -> pd.DataFrame:
+    """``job.metrics_frame()``: the job's recorded series if it has a sampler (see
+    ``ExecutionService(metrics_interval_s=...)``), else one snapshot."""
+    return metrics_frame(job.sampler if job.sampler is not None else job.metrics(), kind)

@@ -29,6 +29,7 @@ from .dag import DAG
 from .errors import JetbenchError, JobError
 from .idle import BackoffIdler, IdleConfig
 from .job import Job, JobStatus
+from .metrics import MetricsSampler
 from .plan import build_tasklets, collect_result
 from .tasklet import DONE_STATE, ProcessorTasklet, TaskletAborted
 
@@ -259,7 +260,8 @@ class ExecutionService:
     parallelism), park times from ``min_idle_us`` doubling to ``max_idle_us`` after idle rounds,
     ``work_stealing`` (Jet's old rule, off by default), ``slow_call_ms`` (a cooperative call
     slower than this is counted as slow; Jet's rule of thumb is 1 ms), ``outbox_capacity`` (items
-    per outbox bucket = the per-call emit budget).
+    per outbox bucket = the per-call emit budget), ``metrics_interval_s`` (record every job's
+    metrics at this interval in ``job.sampler``; off by default).
     """
 
     def __init__(
@@ -272,6 +274,7 @@ class ExecutionService:
         outbox_capacity: int = 1024,
         noncooperative_min_idle_us: float = 25,
         noncooperative_max_idle_us: float = 5000,
+        metrics_interval_s: float | None = None,
     ):
         if isinstance(cooperative_threads, bool) or not isinstance(cooperative_threads, int) or cooperative_threads < 1:
             raise JetbenchError(f"cooperative_threads must be an int >= 1, got {cooperative_threads!r}")
@@ -283,6 +286,7 @@ class ExecutionService:
         self.work_stealing = bool(work_stealing)
         self.slow_call_ns = int(slow_call_ms * 1e6)
         self.outbox_capacity = outbox_capacity
+        self.metrics_interval_s = metrics_interval_s
         self._cursor = 0
         self._lock = threading.Lock()
 
@@ -297,6 +301,7 @@ class ExecutionService:
         if not isinstance(dag, DAG):
             raise JetbenchError(f"submit() takes a DAG or a Pipeline, got {dag!r}")
         job = Job(name or f"job-{next(_job_ids)}")
+        job.service = self
         blocking: dict[int, BlockingWorker] = {}
 
         def wait_for_room(t: ProcessorTasklet) -> None:
@@ -332,8 +337,12 @@ class ExecutionService:
             blocking[id(t)] = w
             workers.append(w)
         job._start(workers, collect_result(dag, tasklets))
+        if self.metrics_interval_s:
+            job.sampler = MetricsSampler(job, self.metrics_interval_s)
         for w in workers:
             w.thread.start()
+        if job.sampler is not None:
+            job.sampler.start()
         return job
 
     def run(self, dag: Any, timeout: float | None = None) -> Any:

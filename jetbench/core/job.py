@@ -8,11 +8,28 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import JobCancelled, JobError, JobTimeout
+from .errors import JetbenchError, JobCancelled, JobError, JobTimeout
 
 if TYPE_CHECKING:
     from .metrics import JobMetrics
     from .tasklet import ProcessorTasklet
+
+
+#: Views of a job provided by higher layers (e.g. the notebook dashboard), registered by name so
+#: that the engine never imports them: ``register_view("dashboard", factory)``.
+_VIEWS: dict[str, Callable[..., Any]] = {}
+
+
+def register_view(name: str, factory: Callable[..., Any]) -> None:
+    """Make ``factory(job, **kwargs)`` available as ``job.<name>(**kwargs)`` helpers use."""
+    _VIEWS[name] = factory
+
+
+def _view(name: str) -> Callable[..., Any]:
+    try:
+        return _VIEWS[name]
+    except KeyError:
+        raise JetbenchError(f"no {name!r} view is registered; import jetbench (not only jetbench.core)") from None
 
 
 class JobStatus(enum.Enum):
@@ -50,6 +67,10 @@ class Job:
         self._listeners: list[Callable[[Job], None]] = []
         #: read by every worker each round; set on failure or cancellation
         self.terminating = False
+        #: the ExecutionService running the job (its idle settings can change while it runs)
+        self.service: Any = None
+        #: a MetricsSampler recording this job's metrics over time, if one was asked for
+        self.sampler: Any = None
 
     # -- public --------------------------------------------------------------------------------
 
@@ -82,6 +103,8 @@ class Job:
             raise JobTimeout(f"job {self.name!r} still {self._status.value} after {timeout} s")
         for worker in self.workers:
             worker.thread.join()
+        if self.sampler is not None:
+            self.sampler.join()
         if self._failure is not None:
             raise self._failure
         return self._result
@@ -95,6 +118,18 @@ class Job:
         from .metrics import snapshot
 
         return snapshot(self)
+
+    def dashboard(self, **kwargs: Any) -> Any:
+        """The live notebook dashboard of this job (``jetbench.notebook.Dashboard``)."""
+        return _view("dashboard")(self, **kwargs)
+
+    def metrics_frame(self, **kwargs: Any) -> Any:
+        """The recorded metrics as a pandas DataFrame (see ``jetbench.frames``)."""
+        return _view("metrics_frame")(self, **kwargs)
+
+    def plot_metrics(self, **kwargs: Any) -> Any:
+        """A matplotlib figure of the recorded metrics, for when no live front end exists."""
+        return _view("plot_metrics")(self, **kwargs)
 
     def add_done_listener(self, fn: Callable[[Job], None]) -> None:
         """Call ``fn(job)`` once the job has ended (at once if it already has)."""

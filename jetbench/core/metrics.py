@@ -136,7 +136,8 @@ class MetricsSampler:
 
     Each record is a dict with ``t`` (seconds since submission), ``kind`` ("tasklet" or
     "worker") and the statistics' fields (a worker's own ``kind`` becomes ``worker_kind``).
-    The thread stops after one last sample when the job ends, or on `stop()`.
+    The thread takes one last sample as soon as the job ends and stops (``Job.join`` waits
+    for it), or stops on `stop()`.
     """
 
     def __init__(self, job: Job, interval_s: float = 0.1):
@@ -148,7 +149,12 @@ class MetricsSampler:
 
     def start(self) -> MetricsSampler:
         self._thread.start()
+        self.job.add_done_listener(lambda _job: self._stop.set())
         return self
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
 
     def stop(self) -> list[dict[str, Any]]:
         self._stop.set()
@@ -167,9 +173,9 @@ class MetricsSampler:
         return m
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while True:
             done = self.job.is_done
             self.sample()
-            if done:
+            if done or (self._stop.is_set() and not self.job.is_done):
                 return
             self._stop.wait(self.interval_s)

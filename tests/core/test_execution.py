@@ -456,3 +456,22 @@ def test_done_listener_and_elapsed(service):
     time.sleep(0.01)
     assert job.elapsed == e1  # frozen at the end
     assert "completed" in repr(job)
+
+
+def test_metrics_history_is_recorded_when_asked(threads):
+    from jetbench import DAG, Edge, ExecutionService
+    from jetbench.processors import collect_sink, items_source, map_processor
+
+    dag = DAG()
+    src = dag.new_vertex("src", items_source(range(50_000)))
+    m = dag.new_vertex("m", map_processor(lambda x: x))
+    out = dag.new_vertex("out", collect_sink())
+    dag.edge(Edge.between(src, m)).edge(Edge.between(m, out))
+    job = ExecutionService(cooperative_threads=threads, metrics_interval_s=0.005).submit(dag)
+    job.join(timeout=30)
+    assert job.service is not None
+    frame = job.metrics_frame()
+    assert set(frame["vertex"]) == {"src", "m", "out"}
+    last = frame[frame["t"] == frame["t"].max()]
+    assert last[last["vertex"] == "out"]["received_count"].sum() == 50_000
+    assert (job.metrics_frame(kind="worker")["worker_kind"] == "cooperative").all()
