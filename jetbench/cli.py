@@ -3,6 +3,7 @@
     jetbench demo [--lines N] [--threads N] [--top N]
     jetbench bench wordcount [--lines N] [--pipeline] [--json]
     jetbench bench chain [--items N] [--fused] [--json]
+    jetbench bench dashboard [--items N] [--hz HZ] [--json]
 """
 
 from __future__ import annotations
@@ -46,10 +47,52 @@ def _bench(args: argparse.Namespace) -> int:
 
         report = chain.run(items=args.items, repeat=args.repeat, fused=args.fused, threads=args.threads,
                            queue_items=args.queue_items)
+    elif args.name == "dashboard":
+        from .bench import dashboard
+
+        report = dashboard.run(items=args.items, repeat=args.repeat, threads=args.threads, hz=args.hz)
     else:  # argparse restricts the choices
         raise AssertionError(args.name)
     print(report.to_json() if args.json else report.to_text())
     return 0 if report.results_equal else 1
+
+
+def _idle_experiment(args: argparse.Namespace) -> int:
+    import json
+
+    from .experiments import QUICK, blog_table, idle_sweep, sleep_granularity
+
+    rates = args.rates or (QUICK["rates"] if args.quick else (1_000, 10_000, 50_000, 250_000, 500_000, 1_000_000))
+    floors = args.floors or QUICK["min_idle_us"]
+    seconds = args.seconds if args.seconds is not None else (QUICK["seconds"] if args.quick else 10.0)
+    warmup = args.warmup if args.warmup is not None else (QUICK["warmup"] if args.quick else 2.0)
+    frame = idle_sweep(rates=rates, min_idle_us=floors, seconds=seconds, warmup=warmup, source=args.source,
+                       strategies=args.strategies, csv_path=args.csv, progress=not args.no_progress)
+    if args.plots:
+        from pathlib import Path
+
+        from .experiments import plot_cpu_vs_rate, plot_latency_vs_floor, plot_tradeoff
+
+        out = Path(args.plots)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, plot in (("cpu_vs_rate", plot_cpu_vs_rate), ("latency_vs_floor", plot_latency_vs_floor),
+                           ("tradeoff", plot_tradeoff)):
+            plot(frame).savefig(out / f"{name}.png", dpi=110)
+    if args.json:
+        print(json.dumps(json.loads(frame.to_json(orient="records"))))
+        return 0
+    print("sleep on this machine (requested -> real length, CPU per wake-up, CPU % of a loop doing only that):")
+    for cost in sleep_granularity(seconds=0.3):
+        print(f"  sleep({cost.requested_us:>6g} us) -> {cost.actual_us:8.1f} us, {cost.cpu_per_wakeup_us:5.1f} us CPU, "
+              f"{cost.cpu_percent:5.1f} %")
+    print("\nCPU % at each rate: Jet 3.0 (seed 004's blog) beside jetbench")
+    print(blog_table(frame).to_string())
+    cols = ["rate", "min_idle_us", "strategy", "cpu_percent", "achieved_rate", "latency_p50_ms", "latency_p99_ms",
+            "wakeups_per_s"]
+    print("\nall points:")
+    print(frame[cols].round(3).to_string(index=False))
+    print(f"\nCSV: {frame.attrs['csv_path']}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--top", type=int, default=10, help="how many top words to print")
 
     bench = sub.add_parser("bench", help="benchmarks against a plain-Python baseline")
-    bench.add_argument("name", choices=["wordcount", "chain"])
+    bench.add_argument("name", choices=["wordcount", "chain", "dashboard"])
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--repeat", type=int, default=3, help="repeats per side, interleaved (median kept)")
     bench.add_argument("--threads", type=int, default=1, help="cooperative threads")
@@ -73,6 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--fused", action="store_true", help="chain: one fused map vertex instead of six")
     bench.add_argument("--queue-items", type=int, default=100_000,
                        help="chain: items for the thread-per-vertex queue.Queue baseline (0 = skip)")
+    bench.add_argument("--hz", type=float, default=10.0, help="dashboard: sampler refresh rate (default 10)")
+    idle = sub.add_parser("idle-experiment", help="seed 004's idle-CPU sweep over rates, floors and strategies")
+    idle.add_argument("--quick", action="store_true", help="short points, rates 1000 and 250000 (for CI)")
+    idle.add_argument("--json", action="store_true", help="print the rows as one JSON list")
+    idle.add_argument("--source", choices=["generator", "spark"], default="generator")
+    idle.add_argument("--rates", type=float, nargs="+", help="items per second")
+    idle.add_argument("--floors", type=float, nargs="+", help="minimum idle microseconds (default 25 1000)")
+    idle.add_argument("--strategies", nargs="+", default=["backoff", "timer"], choices=["backoff", "timer"])
+    idle.add_argument("--seconds", type=float, help="measured seconds per point (default 10, quick 1)")
+    idle.add_argument("--warmup", type=float, help="seconds before measuring (default 2, quick 0.5)")
+    idle.add_argument("--csv", help="where to write the CSV (default ~/.cache/jetbench/experiments/)")
+    idle.add_argument("--plots", help="a directory to save the figures in as PNG")
+    idle.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
@@ -85,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "demo":
         return _demo(args)
+    if args.command == "idle-experiment":
+        return _idle_experiment(args)
     return _bench(args)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from .dag import DAG
 from .errors import JetbenchError, JobError
-from .idle import BackoffIdler, IdleConfig
+from .idle import IDLE_STRATEGIES, BackoffIdler, IdleConfig, make_idler
 from .job import Job, JobStatus
 from .metrics import MetricsSampler
 from .plan import build_tasklets, collect_result
@@ -51,15 +51,17 @@ class _Worker:
 
     kind = "cooperative"
 
-    def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str):
+    def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str,
+                 idle_strategy: str = "backoff"):
         self.index = index
         self.job = job
-        self.idler = BackoffIdler(idle_config)
+        self.idler = make_idler(idle_strategy, idle_config)
         self.slow_call_ns = slow_call_ns
         self.tasklets: list[ProcessorTasklet] = []
         self.iteration_count = 0
         self.idle_count = 0
         self.final_cpu_s: float | None = None
+        self.colleagues: list[_Worker] = []
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
 
     @property
@@ -120,9 +122,10 @@ class _Worker:
 class CooperativeWorker(_Worker):
     """Calls its tasklets round-robin; idles with exponential backoff after an idle round."""
 
-    def __init__(self, *args: Any, stealing: WorkStealing | None = None):
-        super().__init__(*args)
+    def __init__(self, *args: Any, stealing: WorkStealing | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
         self.stealing = stealing
+        self.colleagues: list[_Worker] = []  # workers to wake when this one makes progress
         self.incoming: deque[ProcessorTasklet] = deque()
         self.expected = 0  # tasklets marked for stealing by this worker, not yet handed over
 
@@ -131,6 +134,7 @@ class CooperativeWorker(_Worker):
         tasklets = self.tasklets
         stealing = self.stealing
         call = self._call
+        pacing = type(self.idler).after_progress is not BackoffIdler.after_progress
         idle_round = 0
         while tasklets or self.incoming or self.expected:
             while self.incoming:
@@ -162,10 +166,14 @@ class CooperativeWorker(_Worker):
                         tasklets.remove(t)
             if progress:
                 idle_round = 0
+                for w in self.colleagues:
+                    w.idler.wake()
+                if pacing and tasklets:
+                    self.idler.after_progress(tasklets)
             elif tasklets or self.expected:
                 idle_round += 1
                 self.idle_count += 1
-                self.idler.idle(idle_round)
+                self.idler.idle(idle_round, tasklets)
 
 
 class BlockingWorker(_Worker):
@@ -185,6 +193,8 @@ class BlockingWorker(_Worker):
                 return
             if r:
                 idle_round = 0
+                for w in self.colleagues:
+                    w.idler.wake()
             else:
                 idle_round += 1
                 self.idle_count += 1
@@ -260,7 +270,9 @@ class ExecutionService:
     parallelism), park times from ``min_idle_us`` doubling to ``max_idle_us`` after idle rounds,
     ``work_stealing`` (Jet's old rule, off by default), ``slow_call_ms`` (a cooperative call
     slower than this is counted as slow; Jet's rule of thumb is 1 ms), ``outbox_capacity`` (items
-    per outbox bucket = the per-call emit budget), ``metrics_interval_s`` (record every job's
+    per outbox bucket = the per-call emit budget), ``idle`` ("backoff", Jet's blind exponential
+    backoff, or "timer", which sleeps until the earliest time a tasklet says it can progress and
+    is woken by other threads handing it work), ``metrics_interval_s`` (record every job's
     metrics at this interval in ``job.sampler``; off by default).
     """
 
@@ -275,6 +287,7 @@ class ExecutionService:
         noncooperative_min_idle_us: float = 25,
         noncooperative_max_idle_us: float = 5000,
         metrics_interval_s: float | None = None,
+        idle: str = "backoff",
     ):
         if isinstance(cooperative_threads, bool) or not isinstance(cooperative_threads, int) or cooperative_threads < 1:
             raise JetbenchError(f"cooperative_threads must be an int >= 1, got {cooperative_threads!r}")
@@ -287,6 +300,9 @@ class ExecutionService:
         self.slow_call_ns = int(slow_call_ms * 1e6)
         self.outbox_capacity = outbox_capacity
         self.metrics_interval_s = metrics_interval_s
+        if idle not in IDLE_STRATEGIES:
+            raise JetbenchError(f"idle must be one of {sorted(IDLE_STRATEGIES)}, got {idle!r}")
+        self.idle_strategy = idle
         self._cursor = 0
         self._lock = threading.Lock()
 
@@ -315,7 +331,8 @@ class ExecutionService:
             return job
         job.tasklets = tasklets
         workers: list[_Worker] = [
-            CooperativeWorker(i, job, self.idle, self.slow_call_ns, f"jetbench.{job.name}.cooperative-{i}")
+            CooperativeWorker(i, job, self.idle, self.slow_call_ns, f"jetbench.{job.name}.cooperative-{i}",
+                              idle_strategy=self.idle_strategy)
             for i in range(self.cooperative_threads)
         ]
         cooperative = [t for t in tasklets if t.cooperative]
@@ -336,6 +353,10 @@ class ExecutionService:
             t.worker_index = -1 - k
             blocking[id(t)] = w
             workers.append(w)
+        if self.idle_strategy != "backoff":
+            cooperative_workers = [w for w in workers if isinstance(w, CooperativeWorker)]
+            for w in workers:
+                w.colleagues = [c for c in cooperative_workers if c is not w]
         job._start(workers, collect_result(dag, tasklets))
         if self.metrics_interval_s:
             job.sampler = MetricsSampler(job, self.metrics_interval_s)

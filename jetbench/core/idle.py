@@ -7,8 +7,11 @@ every park, so `ExecutionService.set_idle` takes effect on running workers at on
 
 from __future__ import annotations
 
+import math
 import threading
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .errors import JetbenchError
 
@@ -61,20 +64,129 @@ class IdleConfig:
 
 
 class BackoffIdler:
-    """Sleeps for `IdleConfig.park_ns` and counts how long it asked to sleep.
+    """Jet's strategy: sleep for `IdleConfig.park_ns` of the idle round, blind to what is due.
 
-    A park of 0 yields the GIL (``sleep(0)``) instead of sleeping.
+    ``sleep`` is injectable (a mock clock in tests). A park of 0 yields the GIL.
     """
 
-    __slots__ = ("config", "parks", "parked_ns")
+    name = "backoff"
 
-    def __init__(self, config: IdleConfig):
+    def __init__(self, config: IdleConfig, sleep: Callable[[float], object] = time.sleep):
         self.config = config
         self.parks = 0
         self.parked_ns = 0
+        self._sleep = sleep
 
-    def idle(self, idle_round: int) -> None:
+    def idle(self, idle_round: int, tasklets: Sequence[Any] = ()) -> None:
         ns = self.config.park_ns(idle_round)
         self.parks += 1
         self.parked_ns += ns
-        time.sleep(ns / 1e9)
+        self._sleep(ns / 1e9)
+
+    def after_progress(self, tasklets: Sequence[Any]) -> None:
+        """Called after a round that made progress; Jet's strategy does nothing here."""
+
+    def wake(self) -> None:
+        """Another thread has work for this worker (only timer-aware idlers can be woken)."""
+
+
+class TimerIdler(BackoffIdler):
+    """Timer-aware idling: sleep exactly until the earliest time a tasklet says it can progress.
+
+    Each tasklet's ``wake_time()`` gives a ``time.monotonic()`` deadline, +inf ("only input
+    from another tasklet wakes me") or None ("can't tell"). With every deadline known the worker
+    waits until the earliest one, capped at ``max_idle_us``, on an event that other threads set
+    when they hand it work (`wake`). If any tasklet can't tell, it falls back to backoff.
+
+    It also paces: after a productive round, if every tasklet is drained and only timed work
+    remains, it sleeps until that work is due but no sooner than ``min_idle_us`` after its
+    previous deadline (a periodic tick, so it never drifts behind due times; after falling
+    behind, from now), so the floor becomes a coalescing interval. (Jet's rule idles only after a round without
+    progress, which in CPython never comes once items arrive faster than a round takes.)
+
+    >>> cfg = IdleConfig(25, 500)
+    >>> class Due:
+    ...     def __init__(self, t): self.t = t
+    ...     def wake_time(self): return self.t
+    >>> waits = []
+    >>> idler = TimerIdler(cfg, clock=lambda: 10.0, wait=waits.append)
+    >>> idler.idle(1, [Due(10.0002), Due(float("inf"))])
+    >>> idler.idle(1, [Due(99.0)])      # capped at max_idle_us
+    >>> idler.idle(3, [Due(None)])      # unknown: backoff (3rd round: 4 x 25 us)
+    >>> [round(w * 1e6) for w in waits]
+    [200, 500, 100]
+    """
+
+    name = "timer"
+
+    def __init__(
+        self,
+        config: IdleConfig,
+        clock: Callable[[], float] = time.monotonic,
+        wait: Callable[[float], object] | None = None,
+    ):
+        self._event = threading.Event()
+        super().__init__(config, sleep=wait or self._event.wait)
+        self._clock = clock
+        self._last_deadline = -math.inf
+        self.fallbacks = 0
+        self.skipped = 0
+
+    def idle(self, idle_round: int, tasklets: Sequence[Any] = ()) -> None:
+        earliest = _earliest_wake(tasklets)
+        if earliest is None:
+            self.fallbacks += 1
+            super().idle(idle_round)
+            self._event.clear()
+            return
+        self._park_until(earliest)
+
+    def after_progress(self, tasklets: Sequence[Any]) -> None:
+        earliest = _earliest_wake(tasklets)
+        if earliest is not None and earliest > 0.0:
+            floor_s = self.config._min_ns / 1e9
+            tick = self._last_deadline + floor_s
+            if tick < self._clock():  # fell behind: the next tick counts from now
+                tick = self._clock() + floor_s
+            self._park_until(max(earliest, tick))
+
+    def _park_until(self, deadline: float) -> None:
+        max_ns = self.config._max_ns
+        now = self._clock()
+        delay_ns = max_ns if deadline == math.inf else int((deadline - now) * 1e9)
+        if delay_ns > max_ns:
+            delay_ns, deadline = max_ns, now + max_ns / 1e9
+        self._last_deadline = deadline
+        if delay_ns <= 0:
+            self.skipped += 1
+            return
+        self.parks += 1
+        self.parked_ns += delay_ns
+        self._sleep(delay_ns / 1e9)
+        self._event.clear()
+
+    def wake(self) -> None:
+        self._event.set()
+
+
+def _earliest_wake(tasklets: Sequence[Any]) -> float | None:
+    """The earliest ``wake_time()`` of ``tasklets``; None if any of them can't tell."""
+    earliest = math.inf
+    for t in tasklets:
+        due = t.wake_time()
+        if due is None:
+            return None
+        if due < earliest:
+            earliest = due
+    return earliest
+
+
+IDLE_STRATEGIES: dict[str, type[BackoffIdler]] = {"backoff": BackoffIdler, "timer": TimerIdler}
+
+
+def make_idler(strategy: str, config: IdleConfig) -> BackoffIdler:
+    """The idler named ``strategy`` ("backoff" or "timer")."""
+    try:
+        return IDLE_STRATEGIES[strategy](config)
+    except KeyError:
+        raise JetbenchError(f"unknown idle strategy {strategy!r}; choose from {sorted(IDLE_STRATEGIES)}") from None

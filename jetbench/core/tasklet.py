@@ -10,6 +10,7 @@ reaching END. Snapshot states (save, barrier) are meant to slot in at empty-inbo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,7 @@ class ProcessorTasklet:
         self._control_done: set[int] = set()
         self._backlog = False
         self._has_try_process = type(processor).try_process is not Processor.try_process
+        self._next_wake_time = getattr(processor, "next_wake_time", None)
         self._step = self._step_init
         self.state = "INIT"
         self.initialized = False
@@ -267,6 +269,30 @@ class ProcessorTasklet:
             return False
         done.clear()
         return True
+
+    # -- idling -------------------------------------------------------------------------------
+
+    def wake_time(self) -> float | None:
+        """When this tasklet can next make progress, for a timer-aware idle strategy.
+
+        A ``time.monotonic()`` deadline, +inf if only input from another tasklet can make it
+        progress, or None if it cannot tell. A processor tells through an optional
+        ``next_wake_time()`` method; without one, a processor that only reacts to input (no
+        ``try_process``) is input-driven, and anything else cannot tell.
+        """
+        if self.is_done:
+            return math.inf
+        if self.inbox or self._backlog or self._pending_watermark is not None or self._edges_to_complete:
+            return None
+        for stream in self._group:
+            for q in stream.queues:
+                if q.chunks:
+                    return 0.0  # input arrived after this round's call: go again now
+        if self._next_wake_time is not None:
+            return self._next_wake_time()
+        if self.state == "PROCESS" and not self._has_try_process:
+            return math.inf
+        return None
 
     # -- teardown ------------------------------------------------------------------------------
 

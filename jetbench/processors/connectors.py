@@ -106,9 +106,12 @@ class GeneratorP(EmittingProcessor):
     Sequence number ``s`` is due ``s / rate_per_s`` seconds after ``init``;
     instance k of n emits s = k, k + n, ... Each ``complete()`` emits what is due, up to the
     outbox's room, as one batch, and offers nothing when nothing is due (so the worker idles).
-    Items are ``item_fn(s)`` (default ``s``), or ``(ts, item)`` with ``ts = time.time_ns() / 1e6``
-    (one clock read per batch) when ``timestamped``. With ``count`` the instances emit sequence
-    numbers ``0 .. count - 1`` between them and complete; without it they never complete.
+    Items are ``item_fn(s)`` (default ``s``), or ``(ts, item)`` when ``timestamped``, where
+    ``ts`` is the wall-clock time (epoch ms) at which the item was *due*: the moment the event
+    happened, so end-to-end latency includes any time it waited for the worker to wake up.
+    With ``count`` the instances emit sequence numbers ``0 .. count - 1`` between them and
+    complete; without it they never complete. `next_wake_time` tells a timer-aware idle
+    strategy when the next item is due.
     """
 
     def __init__(
@@ -130,6 +133,13 @@ class GeneratorP(EmittingProcessor):
         self._next = context.global_index  # the next sequence number this instance emits
         self._end = math.inf if self.count is None else self.count
         self._start_ns = time.monotonic_ns()
+        self._start_epoch_ms = time.time_ns() / 1e6
+
+    def next_wake_time(self) -> float | None:
+        """When (``time.monotonic()`` seconds) this instance's next item is due."""
+        if self._next >= self._end:
+            return None
+        return self._start_ns / 1e9 + self._next / self.rate_per_s
 
     def complete(self) -> bool:
         emitter = self._emitter
@@ -147,8 +157,8 @@ class GeneratorP(EmittingProcessor):
         self._next = seq + n * step
         items = list(seqs) if self.item_fn is None else [self.item_fn(s) for s in seqs]
         if self.timestamped:
-            ts = time.time_ns() / 1e6
-            items = [(ts, item) for item in items]
+            t0, ms_per_item = self._start_epoch_ms, 1000.0 / self.rate_per_s
+            items = [(t0 + s * ms_per_item, item) for s, item in zip(seqs, items, strict=True)]
         emitter.emit(items)
         return self._next >= end and not emitter.pending
 

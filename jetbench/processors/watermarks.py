@@ -156,6 +156,15 @@ class InsertWatermarksP(Processor):
             queue.append(out[start:] if start else out)
         self._threshold = threshold
 
+    def next_wake_time(self) -> float | None:
+        """For a timer-aware idle strategy: when the idle timeout fires (``time.monotonic()``
+        seconds), +inf if only new input can make progress, None while output is pending."""
+        if self._emitter.pending or self._queue:
+            return None
+        if self.idle_timeout_ms is None or self._idle:
+            return math.inf
+        return self._last_item_at + self.idle_timeout_ms / 1000.0
+
     def try_process(self) -> bool:
         if (self._emitter.pending or self._queue) and not self._flush():
             return False

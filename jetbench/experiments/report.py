@@ -1,0 +1,106 @@
+"""Reports of an idle sweep: seed 004's table beside jetbench's, and matplotlib figures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+#: Jet 3.0 on an m5.large, CPU % at each rate with the default 25 us floor (seed 004's table)
+#: and with a 1000 us floor (only the two rates the blog's text gives).
+JET_BLOG_CPU = {
+    25: {1_000: 18, 10_000: 23, 50_000: 29, 250_000: 75, 500_000: 96, 1_000_000: 100},
+    1000: {1_000: 1, 250_000: 19},
+}
+
+
+def blog_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per rate: Jet's CPU % from the blog beside jetbench's for each floor/strategy."""
+    import pandas as pd
+
+    jobs = frame[frame["strategy"] != "bare-sleep"]
+    table = pd.DataFrame(index=sorted(jobs["rate"].unique()))
+    table.index.name = "rate"
+    for floor, by_rate in JET_BLOG_CPU.items():
+        table[f"jet {floor}us"] = [by_rate.get(r) for r in table.index]
+    for (strategy, floor), group in jobs.groupby(["strategy", "min_idle_us"]):
+        cpu = group.set_index("rate")["cpu_percent"]
+        table[f"jetbench {strategy} {floor:g}us"] = [round(cpu.get(r), 1) if r in cpu else None for r in table.index]
+    bare = frame[frame["strategy"] == "bare-sleep"]
+    for _, row in bare.iterrows():
+        table[f"bare-sleep {row['min_idle_us']:g}us"] = round(row["cpu_percent"], 1)
+    return table
+
+
+def _series(frame: pd.DataFrame):
+    jobs = frame[frame["strategy"] != "bare-sleep"]
+    for (strategy, floor), group in jobs.groupby(["strategy", "min_idle_us"]):
+        yield f"{strategy}, floor {floor:g} us", group.sort_values("rate")
+
+
+def plot_cpu_vs_rate(frame: pd.DataFrame) -> Figure:
+    """CPU % against rate (log x), one line per floor/strategy, bare-sleep floors dashed."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.subplots()
+    for label, group in _series(frame):
+        ax.plot(group["rate"], group["cpu_percent"], marker="o", label=label)
+    for floor, cpu in JET_BLOG_CPU.items():
+        rates = sorted(cpu)
+        ax.plot(rates, [cpu[r] for r in rates], linestyle=":", marker="x", color="grey" if floor == 25 else "black",
+                label=f"Jet 3.0 blog, floor {floor} us")
+    for _, row in frame[frame["strategy"] == "bare-sleep"].iterrows():
+        ax.axhline(row["cpu_percent"], linestyle="--", linewidth=0.8, color="tab:gray")
+    ax.set_xscale("log")
+    ax.set_xlabel("items per second")
+    ax.set_ylabel("process CPU % (of one core)")
+    ax.set_title("Idle CPU: seed 004's job")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_latency_vs_floor(frame: pd.DataFrame) -> Figure:
+    """p50/p99 latency against the idle floor, one line per rate (backoff strategy)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.subplots()
+    jobs = frame[frame["strategy"] == "backoff"]
+    for rate, group in jobs.groupby("rate"):
+        group = group.sort_values("min_idle_us")
+        ax.plot(group["min_idle_us"], group["latency_p99_ms"], marker="o", label=f"{rate:,}/s p99")
+        ax.plot(group["min_idle_us"], group["latency_p50_ms"], marker=".", linestyle="--", label=f"{rate:,}/s p50")
+    ax.set_xscale("log")
+    ax.set_xlabel("minimum idle (us)")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("Latency against the idle floor")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_tradeoff(frame: pd.DataFrame) -> Figure:
+    """CPU against p99 latency, one panel per rate, a point per floor/strategy."""
+    from matplotlib.figure import Figure
+
+    jobs = frame[frame["strategy"] != "bare-sleep"]
+    rates = sorted(jobs["rate"].unique())
+    fig = Figure(figsize=(3.2 * max(1, len(rates)), 3.4))
+    axes = fig.subplots(1, max(1, len(rates)), squeeze=False)[0]
+    for ax, rate in zip(axes, rates, strict=False):
+        for _, row in jobs[jobs["rate"] == rate].iterrows():
+            ax.scatter(row["latency_p99_ms"], row["cpu_percent"])
+            ax.annotate(f"{row['strategy']} {row['min_idle_us']:g}", (row["latency_p99_ms"], row["cpu_percent"]),
+                        fontsize=7)
+        ax.set_title(f"{rate:,} items/s", fontsize=9)
+        ax.set_xlabel("p99 latency (ms)")
+        ax.set_ylabel("CPU %")
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,105 @@
+"""The idle-CPU sweep: every (rate, floor, strategy) point in a fresh subprocess."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import JetbenchError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+DEFAULT_RATES = (1_000, 10_000, 50_000, 250_000, 500_000, 1_000_000)
+DEFAULT_FLOORS = (25, 1000)
+DEFAULT_STRATEGIES = ("backoff", "timer")
+QUICK = {"rates": (1_000, 250_000), "min_idle_us": (25, 1000), "seconds": 1.0, "warmup": 0.5}
+
+
+def default_out_dir() -> Path:
+    return Path(os.environ.get("JETBENCH_CACHE", Path.home() / ".cache" / "jetbench")) / "experiments"
+
+
+def sweep_points(rates: Iterable[float], min_idle_us: Iterable[float], strategies: Iterable[str],
+                 seconds: float, warmup: float, source: str = "generator", bare_sleep: bool = True,
+                 max_idle_us: float | None = None) -> list[dict[str, Any]]:
+    """The parameter sets of a sweep: the job points, then a bare-sleep row per floor."""
+    floors = list(min_idle_us)
+    points = [
+        {"rate": r, "min_idle_us": f, "strategy": s, "seconds": seconds, "warmup": warmup, "source": source,
+         "max_idle_us": max_idle_us}
+        for r, f, s in itertools.product(rates, floors, strategies)
+    ]
+    if bare_sleep:
+        points += [{"rate": 0, "min_idle_us": f, "strategy": "bare-sleep", "seconds": seconds, "warmup": 0.0}
+                   for f in floors]
+    return points
+
+
+def run_in_subprocess(params: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    """Run one point via ``python -m jetbench.experiments.point`` and return its row."""
+    timeout = timeout or 60 + 3 * (params.get("seconds", 10) + params.get("warmup", 2))
+    done = subprocess.run(
+        [sys.executable, "-m", "jetbench.experiments.point", json.dumps(params)],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )
+    if done.returncode != 0:
+        raise JetbenchError(f"sweep point {params} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def idle_sweep(
+    rates: Sequence[float] = DEFAULT_RATES,
+    min_idle_us: Sequence[float] = DEFAULT_FLOORS,
+    seconds: float = 10.0,
+    warmup: float = 2.0,
+    source: str = "generator",
+    strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    max_idle_us: float | None = None,
+    csv_path: str | Path | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Run seed 004's job at every rate x idle floor x strategy, each in a fresh subprocess,
+    plus a bare-sleep row per floor; return a DataFrame (also written to ``csv_path``, by
+    default ``~/.cache/jetbench/experiments/idle_sweep.csv``).
+
+    Columns include ``rate``, ``min_idle_us``, ``strategy``, ``cpu_percent`` (process, % of one
+    core), ``worker_cpu_percent``, ``achieved_rate``, ``kept_up``, ``latency_p50_ms``,
+    ``latency_p99_ms``, ``latency_max_ms`` (due time -> the probe map, oldest item per batch),
+    ``wakeups_per_s``.
+    """
+    import pandas as pd
+
+    points = sweep_points(rates, min_idle_us, strategies, seconds, warmup, source, max_idle_us=max_idle_us)
+    if source == "spark":
+        from .spark_source import prepare_spark_dataset
+
+        prepare_spark_dataset(max(rates) * (seconds + warmup))  # load outside every timed window
+    rows = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(points), desc="idle sweep", unit="point", file=sys.stderr)
+    try:
+        for params in points:
+            if bar is not None:
+                bar.set_postfix_str(f"{params['strategy']} {params['min_idle_us']}us {params['rate']:,}/s")
+            rows.append(run_in_subprocess(params))
+            if bar is not None:
+                bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
+    frame = pd.DataFrame(rows)
+    path = Path(csv_path) if csv_path is not None else default_out_dir() / "idle_sweep.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+    frame.attrs["csv_path"] = str(path)
+    return frame

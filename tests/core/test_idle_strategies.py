@@ -1,0 +1,147 @@
+"""Idle strategies' schedules, with an injected clock and sleeper (Trio's MockClock as the model)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from jetbench import ExecutionService, JetbenchError, sources
+from jetbench.core.idle import BackoffIdler, IdleConfig, TimerIdler, make_idler
+
+
+class MockClock:
+    """Time moves only when the idler sleeps."""
+
+    def __init__(self, start: float = 100.0):
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class Due:
+    def __init__(self, when):
+        self.when = when
+
+    def wake_time(self):
+        return self.when
+
+
+def us(values):
+    return [round(v * 1e6) for v in values]
+
+
+def test_backoff_doubles_from_min_to_max_and_resets():
+    clock = MockClock()
+    idler = BackoffIdler(IdleConfig(25, 500), sleep=clock.sleep)
+    for idle_round in [1, 2, 3, 4, 5, 6, 7, 1]:
+        idler.idle(idle_round)
+    assert us(clock.sleeps) == [25, 50, 100, 200, 400, 500, 500, 25]
+    assert idler.parks == 8
+
+
+def test_changing_the_config_applies_to_the_next_park():
+    clock = MockClock()
+    config = IdleConfig(25, 500)
+    idler = BackoffIdler(config, sleep=clock.sleep)
+    idler.idle(1)
+    config.set(min_idle_us=1000)
+    idler.idle(1)
+    assert us(clock.sleeps) == [25, 1000]
+
+
+def test_timer_sleeps_until_the_earliest_deadline():
+    clock = MockClock()
+    idler = TimerIdler(IdleConfig(25, 1000), clock=clock, wait=clock.sleep)
+    idler.idle(1, [Due(clock.now + 0.0003), Due(math.inf), Due(clock.now + 0.0007)])
+    assert us(clock.sleeps) == [300]
+
+
+def test_timer_caps_at_max_idle_and_waits_max_when_only_input_can_wake():
+    clock = MockClock()
+    idler = TimerIdler(IdleConfig(25, 800), clock=clock, wait=clock.sleep)
+    idler.idle(1, [Due(clock.now + 5.0)])
+    idler.idle(1, [Due(math.inf), Due(math.inf)])
+    assert us(clock.sleeps) == [800, 800]
+
+
+def test_timer_does_not_sleep_when_work_is_already_due():
+    clock = MockClock()
+    idler = TimerIdler(IdleConfig(25, 800), clock=clock, wait=clock.sleep)
+    idler.idle(1, [Due(clock.now - 1.0)])
+    assert clock.sleeps == [] and idler.skipped == 1
+
+
+def test_timer_falls_back_to_backoff_when_a_tasklet_cannot_tell():
+    clock = MockClock()
+    idler = TimerIdler(IdleConfig(25, 500), clock=clock, wait=clock.sleep)
+    for idle_round in (1, 2, 3):
+        idler.idle(idle_round, [Due(clock.now + 1.0), Due(None)])
+    assert us(clock.sleeps) == [25, 50, 100]
+    assert idler.fallbacks == 3
+
+
+def test_timer_paces_productive_rounds_on_a_tick_without_drifting():
+    clock = MockClock()
+    idler = TimerIdler(IdleConfig(1000, 5000), clock=clock, wait=clock.sleep)
+    due = clock.now + 0.001
+    for _ in range(3):  # one item due every 1 ms; 0.1 ms of work after each wake-up
+        idler.after_progress([Due(due)])
+        assert clock.now == pytest.approx(due)
+        clock.now += 0.0001
+        due += 0.001
+    assert us(clock.sleeps) == [1000, 900, 900]
+
+
+def test_timer_pacing_coalesces_fast_sources_to_the_floor():
+    clock = MockClock()
+    idler = TimerIdler(IdleConfig(1000, 5000), clock=clock, wait=clock.sleep)
+    for _ in range(3):  # something is always due at once (a fast source)
+        idler.after_progress([Due(clock.now - 0.00001)])
+        clock.now += 0.0002  # the work done after waking up
+    assert us(clock.sleeps) == [1000, 800, 800]
+
+
+def test_timer_after_progress_does_nothing_while_a_tasklet_cannot_tell():
+    clock = MockClock()
+    idler = TimerIdler(IdleConfig(25, 500), clock=clock, wait=clock.sleep)
+    idler.after_progress([Due(None)])
+    idler.after_progress([Due(0.0)])  # input already queued
+    assert clock.sleeps == []
+
+
+def test_timer_can_be_woken_by_another_thread():
+    idler = TimerIdler(IdleConfig(25, 2_000_000))
+    idler.wake()
+    start = time.perf_counter()
+    idler.idle(1, [Due(math.inf)])  # would wait 2 s
+    assert time.perf_counter() - start < 0.5
+
+
+def test_unknown_strategy_is_refused():
+    with pytest.raises(JetbenchError, match="idle"):
+        make_idler("spin", IdleConfig())
+    with pytest.raises(JetbenchError, match="idle must be one of"):
+        ExecutionService(idle="spin")
+
+
+@pytest.mark.parametrize("strategy", ["backoff", "timer"])
+def test_both_strategies_run_a_rate_limited_job(threads, strategy):
+    from jetbench import Pipeline, sinks
+
+    p = Pipeline()
+    p.read_from(sources.generator(4000, count=800)).map(lambda x: x).write_to(sinks.latency())
+    service = ExecutionService(cooperative_threads=threads, idle=strategy, min_idle_us=100, max_idle_us=1000)
+    start = time.perf_counter()
+    job = service.submit(p)
+    result = job.join(timeout=30)
+    assert result["count"] == 800
+    assert time.perf_counter() - start >= 0.15  # it followed the wall clock
+    assert sum(w.idle_count for w in job.metrics().workers) > 0 or strategy == "timer"
