@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import islice
+from typing import Any
+
 from ..core.items import Watermark
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
@@ -47,6 +51,19 @@ class Emitter:
             for o in ordinals:
                 self._offer(o, items if o == 0 else list(items))
         return not self.pending
+
+    def emit_from(self, iterator: Iterator[Any]) -> bool:
+        """Emit as many items of ``iterator`` as fit now; True once it is exhausted and all of
+        its items have gone out (call again until then)."""
+        if not self.flush():
+            return False
+        room = self.room()
+        if room <= 0:
+            return False
+        chunk = list(islice(iterator, room))
+        if chunk:
+            self.emit(chunk)
+        return len(chunk) < room and not self.pending
 
     def _offer(self, ordinal: int, items: list) -> None:
         n = self.outbox.offer_batch(items, ordinal)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any
 
 from ..core.errors import JetbenchError
@@ -83,25 +82,15 @@ class _KeyedEmitterP(EmittingProcessor):
         self._results = None
 
     def complete(self) -> bool:
-        emitter = self._emitter
-        if not emitter.flush():
-            return False
         if self._results is None:
             if self._emit_empty and not self.groups:
                 self.groups[None] = self.op.create()
-            self._results = iter(self.groups.items())
-        room = emitter.room()
-        if room <= 0:
-            return False
-        finish = self._finish
-        pairs = islice(self._results, room)
-        if self._values_only:
-            chunk = [a for _, a in pairs] if finish is None else [finish(a) for _, a in pairs]
-        else:
-            chunk = list(pairs) if finish is None else [(k, finish(a)) for k, a in pairs]
-        if chunk:
-            emitter.emit(chunk)
-        if len(chunk) < room and not emitter.pending:
+            finish, pairs = self._finish, self.groups.items()
+            if self._values_only:
+                self._results = (a for _, a in pairs) if finish is None else (finish(a) for _, a in pairs)
+            else:
+                self._results = iter(pairs) if finish is None else ((k, finish(a)) for k, a in pairs)
+        if self._emitter.emit_from(self._results):
             self.groups = {}
             return True
         return False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from itertools import islice
 from typing import Any
 
 from ..core.errors import JetbenchError
@@ -99,18 +98,9 @@ class CoGroupP(EmittingProcessor):
             group[ordinal].append(item)
 
     def complete(self) -> bool:
-        emitter = self._emitter
-        if not emitter.flush():
-            return False
         if self._results is None:
-            self._results = iter(self.groups.items())
-        room = emitter.room()
-        if room <= 0:
-            return False
-        chunk = [(k, lefts, rights) for k, (lefts, rights) in islice(self._results, room)]
-        if chunk:
-            emitter.emit(chunk)
-        if len(chunk) < room and not emitter.pending:
+            self._results = ((k, lefts, rights) for k, (lefts, rights) in self.groups.items())
+        if self._emitter.emit_from(self._results):
             self.groups = {}
             return True
         return False

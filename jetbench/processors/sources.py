@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import islice
 from typing import Any
 
 from ._emit import EmittingProcessor
@@ -29,16 +28,7 @@ class ItemsSourceP(EmittingProcessor):
             self._iterator = iter(items)
 
     def complete(self) -> bool:
-        emitter = self._emitter
-        if not emitter.flush():
-            return False
-        room = emitter.room()
-        if room <= 0:
-            return False
-        chunk = list(islice(self._iterator, room))
-        if chunk:
-            emitter.emit(chunk)
-        return len(chunk) < room and not emitter.pending
+        return self._emitter.emit_from(self._iterator)
 
 
 class ItemsSource:
