@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up a development environment for jetbench on Debian/Ubuntu.
 #
-#   * system packages (apt): graphviz and a Java 17+ runtime for pyspark
+#   * system packages (apt): graphviz, a Java 17+ runtime for pyspark, chromium (browser tests)
 #   * a virtualenv at .venv with `pip install -e ".[dev]"`
+#   * the notebook widgets' front end: widgets/src -> jetbench/_static (scripts/build_widgets.sh)
 #
 # Idempotent: a second run checks everything and changes nothing. The pip
 # install is redone only when pyproject.toml changes (sha256 stamp in .venv).
@@ -19,9 +20,9 @@ VENV="$ROOT/.venv"
 STAMP="$VENV/.jetbench-install-stamp"
 PIP_STAMP="$VENV/.jetbench-pip-upgraded"
 
-# Debian packages the project needs. Add e.g. "chromium" here when browser
-# tests need it. openjdk-17-jre-headless is skipped when a Java >= 17 is present.
-APT_PACKAGES=(graphviz openjdk-17-jre-headless)
+# Debian packages the project needs (chromium: /usr/bin/chromium for the browser tests,
+# driven by pip's playwright). openjdk-17-jre-headless is skipped when a Java >= 17 is present.
+APT_PACKAGES=(graphviz openjdk-17-jre-headless chromium)
 # shellcheck disable=SC2206
 APT_PACKAGES+=(${JETBENCH_EXTRA_APT_PACKAGES:-})
 
@@ -158,5 +159,10 @@ else
     "$VENV/bin/python" -m pip install -q -e ".[dev]"
     printf '%s\n' "$want" >"$STAMP"
 fi
+
+# ------------------------------------------------------------------ widgets
+
+# Front-end sources in widgets/ -> jetbench/_static/*.js (skipped when up to date).
+bash "$ROOT/scripts/build_widgets.sh"
 
 log "done"

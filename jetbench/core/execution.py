@@ -22,12 +22,13 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import weakref
 from collections import deque
 from typing import Any
 
 from .dag import DAG
 from .errors import JetbenchError, JobError
-from .idle import IDLE_STRATEGIES, BackoffIdler, IdleConfig, make_idler
+from .idle import IDLE_STRATEGIES, IdleConfig, make_idler
 from .job import Job, JobStatus
 from .metrics import MetricsSampler
 from .plan import build_tasklets, collect_result
@@ -134,7 +135,6 @@ class CooperativeWorker(_Worker):
         tasklets = self.tasklets
         stealing = self.stealing
         call = self._call
-        pacing = type(self.idler).after_progress is not BackoffIdler.after_progress
         idle_round = 0
         while tasklets or self.incoming or self.expected:
             while self.incoming:
@@ -168,7 +168,7 @@ class CooperativeWorker(_Worker):
                 idle_round = 0
                 for w in self.colleagues:
                     w.idler.wake()
-                if pacing and tasklets:
+                if tasklets:
                     self.idler.after_progress(tasklets)
             elif tasklets or self.expected:
                 idle_round += 1
@@ -305,10 +305,27 @@ class ExecutionService:
         self.idle_strategy = idle
         self._cursor = 0
         self._lock = threading.Lock()
+        self._running: weakref.WeakSet[Job] = weakref.WeakSet()
 
     def set_idle(self, min_idle_us: float | None = None, max_idle_us: float | None = None) -> None:
         """Change the cooperative idle bounds; running workers use them from their next park."""
         self.idle.set(min_idle_us, max_idle_us)
+
+    def set_idle_strategy(self, strategy: str) -> None:
+        """Switch the cooperative idle strategy ("backoff" or "timer"), also on running workers."""
+        if strategy not in IDLE_STRATEGIES:
+            raise JetbenchError(f"idle strategy must be one of {sorted(IDLE_STRATEGIES)}, got {strategy!r}")
+        with self._lock:
+            self.idle_strategy = strategy
+            jobs = list(self._running)
+        for job in jobs:
+            for w in job.workers:
+                if isinstance(w, CooperativeWorker) and w.idler.name != strategy:
+                    w.idler = w.idler.replaced_by(make_idler(strategy, self.idle))
+
+    def _forget(self, job: Job) -> None:
+        with self._lock:
+            self._running.discard(job)
 
     def submit(self, dag: Any, name: str | None = None) -> Job:
         """Start ``dag`` (a `DAG`, or anything with ``to_dag()``) on background threads; return its `Job`."""
@@ -353,10 +370,12 @@ class ExecutionService:
             t.worker_index = -1 - k
             blocking[id(t)] = w
             workers.append(w)
-        if self.idle_strategy != "backoff":
-            cooperative_workers = [w for w in workers if isinstance(w, CooperativeWorker)]
-            for w in workers:
-                w.colleagues = [c for c in cooperative_workers if c is not w]
+        cooperative_workers = [w for w in workers if isinstance(w, CooperativeWorker)]
+        for w in workers:
+            w.colleagues = [c for c in cooperative_workers if c is not w]
+        with self._lock:
+            self._running.add(job)
+        job.add_done_listener(self._forget)
         job._start(workers, collect_result(dag, tasklets))
         if self.metrics_interval_s:
             job.sampler = MetricsSampler(job, self.metrics_interval_s)

@@ -86,6 +86,12 @@ class BackoffIdler:
     def after_progress(self, tasklets: Sequence[Any]) -> None:
         """Called after a round that made progress; Jet's strategy does nothing here."""
 
+    def replaced_by(self, other: BackoffIdler) -> BackoffIdler:
+        """``other``, carrying this idler's counters over (switching strategy on a live worker)."""
+        other.parks, other.parked_ns = self.parks, self.parked_ns
+        self.wake()  # a worker asleep on the old idler wakes and picks the new one up
+        return other
+
     def wake(self) -> None:
         """Another thread has work for this worker (only timer-aware idlers can be woken)."""
 

@@ -36,7 +36,7 @@ def reference_insert(items: list, ts_fn, lag, frame) -> list:
         ts = x[0] if ts_fn is None else ts_fn(x)
         out.append(x if ts_fn is None else (ts, x))
         top = max(top, ts)
-        wm = math.floor((top - lag) / frame) * frame
+        wm = int((top - lag) // frame) * frame  # floor division, as the processor: exact even for tiny lags
         if last is None or wm > last:
             out.append(Watermark(wm))
             last = wm

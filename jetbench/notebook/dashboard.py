@@ -1,0 +1,247 @@
+"""The live job dashboard: an anywidget fed by its own sampler thread.
+
+The observer lives on its own thread (``jetbench.<job>.dashboard``): every ``interval_s`` it
+takes one metrics snapshot, turns it into the whole dashboard state (`DashboardModel`, bounded
+in size however many tasklets) and sets the ``state`` trait once: one comm message per tick,
+never one per item or call. When the job ends it publishes a last, frozen state (status,
+elapsed, error and vertex on failure) and exits. Commands from the front end go to the job
+through its API: the idle bounds through ``job.service.set_idle`` (applied to running workers
+at their next park), the idle strategy through ``job.service.set_idle_strategy`` when the service
+has one, cancel through ``job.cancel()``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ._assets import asset_text
+from .model import DashboardModel
+from .plots import register_dashboard
+
+#: The fastest refresh the dashboard allows (20 Hz); the default is 5 Hz.
+MIN_INTERVAL_S = 0.05
+
+
+def _state_to_json(state: dict[str, Any], _widget: Any) -> str:
+    return json.dumps(state, separators=(",", ":"), allow_nan=False)
+
+
+class Dashboard(anywidget.AnyWidget):
+    """Live view of a running `Job`: tasklets, queues, CPU; idle-floor and cancel controls.
+
+    ``Dashboard(job)`` (or ``job.dashboard()``) shows it inline; ``side=True`` opens it in a
+    JupyterLab side panel (``sidecar`` package). ``interval_s`` is the refresh period (default
+    0.2 s = 5 Hz); above ``max_rows`` tasklets the table shows one row per vertex. If one tick
+    costs more CPU than ``cpu_budget`` (2 % of a core) allows at that rate, ticks are spaced out.
+    """
+
+    _esm = asset_text("dashboard.js")
+    _css = asset_text("dashboard.css")
+
+    #: the whole view, replaced once per tick by the sampler thread. It travels as one JSON
+    #: string: ipywidgets would otherwise walk every number of the histories looking for binary
+    #: buffers, which was most of a tick's cost.
+    state = traitlets.Dict().tag(sync=True, to_json=_state_to_json)
+    #: idle bounds of the job's ExecutionService; setting either (from Python or the front end)
+    #: applies it to the running workers at once
+    min_idle_us = traitlets.Float(0.0).tag(sync=True)
+    max_idle_us = traitlets.Float(0.0).tag(sync=True)
+    #: the last control error (e.g. a rejected idle value), "" if none
+    control_error = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, job: Any, interval_s: float = 0.2, side: bool = False, max_rows: int = 40,
+                 cpu_budget: float = 0.02, **kwargs: Any):
+        if not (isinstance(interval_s, int | float) and interval_s >= MIN_INTERVAL_S):
+            raise ValueError(f"interval_s must be a number >= {MIN_INTERVAL_S}, got {interval_s!r}")
+        self.job = job
+        self.interval_s = float(interval_s)
+        #: the sampler's CPU budget (fraction of a core): when a tick costs more than
+        #: ``cpu_budget * interval_s`` (a very large DAG), ticks are spaced out to stay within it
+        self.cpu_budget = cpu_budget
+        self.effective_interval_s = self.interval_s
+        self.ticks = 0
+        self.sampler_cpu_s = 0.0
+        self._model = DashboardModel(job, max_rows=max_rows)
+        self._syncing = False
+        self._closing = False
+        self._wake = threading.Event()
+        self._side = bool(side)
+        self._displaying = False
+        self.sidecar: Any = None
+        idle = getattr(getattr(job, "service", None), "idle", None)
+        if idle is not None:
+            kwargs.setdefault("min_idle_us", idle.min_idle_us)
+            kwargs.setdefault("max_idle_us", idle.max_idle_us)
+        self._syncing = True  # initial values come from the service: nothing to apply
+        try:
+            super().__init__(**kwargs)
+        finally:
+            self._syncing = False
+        self.on_msg(self._on_msg)
+        register_dashboard(job, self)
+        self._thread: threading.Thread | None = None
+        if job.is_done:
+            self._publish(final=True)
+        else:
+            self._thread = threading.Thread(target=self._run, name=f"jetbench.{job.name}.dashboard", daemon=True)
+            self._publish(final=False)  # the first state at once: the view never starts empty
+            self._thread.start()
+            job.add_done_listener(lambda _job: self._wake.set())
+        if side:
+            self.show_side()
+
+    # -- public --------------------------------------------------------------------------------
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """One dict per tick (t, process_cpu, workers, rate, fill...), for `plot_metrics`."""
+        return self._model.history
+
+    @property
+    def is_sampling(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def set_idle(self, min_idle_us: float | None = None, max_idle_us: float | None = None) -> None:
+        """Apply idle bounds to the job's execution service now, and show what was applied."""
+        service = getattr(self.job, "service", None)
+        if service is None:
+            self.control_error = "this job has no execution service to tune"
+            return
+        try:
+            service.set_idle(min_idle_us=min_idle_us, max_idle_us=max_idle_us)
+        except Exception as exc:
+            self.control_error = str(exc)
+        else:
+            self.control_error = ""
+        self._sync_idle_traits()
+
+    def set_strategy(self, strategy: str) -> None:
+        """Switch the idle strategy of the running workers, if the service can (``set_idle_strategy``)."""
+        setter = getattr(getattr(self.job, "service", None), "set_idle_strategy", None)
+        if not callable(setter):
+            self.control_error = "this execution service cannot change its idle strategy while a job runs"
+            return
+        try:
+            setter(strategy)
+        except Exception as exc:
+            self.control_error = str(exc)
+        else:
+            self.control_error = ""
+
+    def cancel(self) -> None:
+        """Cancel the job (its threads and this dashboard's sampler then end)."""
+        self.job.cancel()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the sampler thread (it ends right after the job, or on `stop`)."""
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def stop(self) -> None:
+        """Stop sampling (the view keeps its last state); the job goes on."""
+        self._closing = True
+        self._wake.set()
+        self.join()
+
+    def close(self) -> None:
+        if hasattr(self, "_wake"):  # not when __init__ failed early (close runs from __del__)
+            self.stop()
+        super().close()
+
+    def show_side(self, title: str | None = None) -> Any:
+        """Show this dashboard in a JupyterLab side panel (``sidecar``); returns the Sidecar."""
+        from IPython.display import display
+        from sidecar import Sidecar
+
+        self._side = True
+        self.sidecar = Sidecar(title=title or f"jetbench · {self.job.name}")
+        self._displaying = True
+        try:
+            with self.sidecar:
+                display(self)
+        finally:
+            self._displaying = False
+        return self.sidecar
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        if self._side and not self._displaying:  # already in the side panel: no second copy inline
+            return {"text/plain": f"jetbench dashboard of job {self.job.name!r} (in the side panel)"}
+        return super()._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"Dashboard({self.job!r}, interval_s={self.interval_s:g}, ticks={self.ticks})"
+
+    # -- sampler thread ------------------------------------------------------------------------
+
+    def _publish(self, final: bool) -> None:
+        state = self._model.update(final=final)
+        state["interval_s"] = self.effective_interval_s
+        state["sampler_cpu_s"] = round(self.sampler_cpu_s, 4)
+        self.ticks += 1
+        self.state = state  # one trait change = one comm message
+
+    def _run(self) -> None:
+        cpu0 = time.thread_time()
+        next_tick = time.monotonic()
+        tick_cpu = 0.0  # smoothed CPU seconds per tick
+        try:
+            while not self._closing:
+                interval = self.interval_s
+                if self.cpu_budget and tick_cpu > self.cpu_budget * interval:
+                    interval = tick_cpu / self.cpu_budget
+                self.effective_interval_s = interval
+                next_tick += interval
+                now = time.monotonic()
+                if next_tick < now:  # fell behind (a slow tick): don't burst to catch up
+                    next_tick = now + interval
+                self._wake.wait(next_tick - now)
+                if self._closing:
+                    return
+                done = self.job.is_done
+                c0 = time.thread_time()
+                self._publish(final=done)
+                c1 = time.thread_time()
+                tick_cpu = (c1 - c0) if not tick_cpu else 0.8 * tick_cpu + 0.2 * (c1 - c0)
+                self.sampler_cpu_s = c1 - cpu0
+                if done:
+                    return
+        except Exception as exc:  # keep the kernel alive; say why the view stopped
+            self.control_error = f"dashboard sampler stopped: {type(exc).__name__}: {exc}"
+        finally:
+            self.sampler_cpu_s = time.thread_time() - cpu0
+
+    # -- front end -> kernel -------------------------------------------------------------------
+
+    @traitlets.observe("min_idle_us", "max_idle_us")
+    def _idle_changed(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        self.set_idle(**{change["name"]: change["new"]})
+
+    def _sync_idle_traits(self) -> None:
+        idle = getattr(getattr(self.job, "service", None), "idle", None)
+        if idle is None:
+            return
+        self._syncing = True
+        try:
+            self.min_idle_us = idle.min_idle_us
+            self.max_idle_us = idle.max_idle_us
+        finally:
+            self._syncing = False
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        cmd = content.get("cmd")
+        if cmd == "cancel":
+            self.cancel()
+        elif cmd == "set_strategy":
+            self.set_strategy(str(content.get("strategy")))
+        elif cmd == "set_idle":
+            self.set_idle(content.get("min_idle_us"), content.get("max_idle_us"))

@@ -1,0 +1,208 @@
+"""A throw-away JupyterLab server and Playwright helpers (recipe: shared/reference/browser-testing.md).
+
+One server per test module, bound to 127.0.0.1 with a random token and fresh config, data,
+runtime, settings and workspace directories; Debian's Chromium (``/usr/bin/chromium``) driven
+by pip's Playwright. Missing pieces make the tests fail with what to install, never skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = os.environ.get("JETBENCH_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+KERNEL_IDLE = '.jp-StatusBar-TextItem:text-matches("ipykernel[)] [|] Idle$")'
+SETUP_HINT = "run `bash scripts/setup.sh` (installs Debian's chromium and the dev extras, as CI does)"
+
+
+def require_browser_stack() -> Path:
+    """The ``jupyter-lab`` executable; fail (not skip) when the browser-test stack is missing."""
+    missing = []
+    lab = Path(sys.executable).parent / "jupyter-lab"
+    if not lab.exists():
+        found = shutil.which("jupyter-lab")
+        lab = Path(found) if found else lab
+    if not lab.exists():
+        missing.append("jupyter-lab (pip: jupyterlab)")
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        missing.append(f"{CHROMIUM} (Debian package: chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("playwright (pip: playwright; never `playwright install`)")
+    if missing:
+        pytest.fail(f"browser tests need {', '.join(missing)}: {SETUP_HINT}", pytrace=False)
+    return lab
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen
+    log: Path
+
+    def notebook_url(self, name: str) -> str:
+        # a workspace of its own per notebook: nothing of an earlier test is restored
+        workspace = Path(name).stem
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?token={self.token}"
+
+    def api(self, method: str, path: str) -> Any:
+        request = urllib.request.Request(f"{self.url}{path}?token={self.token}", method=method)
+        with urllib.request.urlopen(request, timeout=10) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel (and so the jobs and threads in it) the tests started."""
+        for kernel in self.api("GET", "/api/kernels"):
+            self.api("DELETE", f"/api/kernels/{kernel['id']}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(5)
+
+
+def start_lab(base: Path) -> Lab:
+    lab_exe = require_browser_stack()
+    root = base / "notebooks"
+    root.mkdir()
+    env = dict(os.environ)
+    for var, sub in (
+        ("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTER_DATA_DIR", "data"),
+        ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython"),
+    ):
+        (base / sub).mkdir()
+        env[var] = str(base / sub)
+    notification = base / "settings" / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True)
+    (notification / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    env.pop("JUPYTER_PATH", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    token = secrets.token_hex(16)
+    port = free_port()
+    log = base / "jupyterlab.log"
+    process = subprocess.Popen(
+        [
+            str(lab_exe), "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+            "--ServerApp.open_browser=False", "--ServerApp.allow_root=True", f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+            "--LabApp.extension_manager=readonly",
+        ],
+        env=env, cwd=root, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    lab = Lab(f"http://127.0.0.1:{port}", token, root, process, log)
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"jupyter lab exited ({process.returncode}):\n{log.read_text()[-3000:]}", pytrace=False)
+        try:
+            with urllib.request.urlopen(f"{lab.url}/api/status?token={token}", timeout=2) as r:
+                if r.status == 200:
+                    return lab
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            lab.stop()
+            pytest.fail(f"jupyter lab did not answer in 60 s:\n{log.read_text()[-3000:]}", pytrace=False)
+        time.sleep(0.2)
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    nb = {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "id": f"cell-{i}", "metadata": {}, "outputs": [],
+             "source": src}
+            for i, src in enumerate(cells)
+        ],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(nb, indent=1))
+
+
+# ------------------------------------------------------------------------------ page helpers
+
+def open_notebook(page: Any, lab: Lab, name: str) -> None:
+    page.goto(lab.notebook_url(name))
+    page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+
+
+def run_all(page: Any, cells: int, timeout_ms: int = 60_000) -> None:
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_function(
+        """(n) => {
+            const ps = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];
+            return ps.length >= n && ps.slice(0, n).every((p) => /\\[\\d+\\]/.test(p.textContent));
+        }""",
+        arg=cells,
+        timeout=timeout_ms,
+    )
+
+
+def run_new_cell(page: Any, code: str, timeout_ms: int = 30_000) -> str:
+    """Type ``code`` (one line) into a new cell below the last, run it, return its output text."""
+    cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
+    n = cells.count()
+    cells.nth(n - 1).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    cells.nth(n).wait_for()
+    page.keyboard.press("Enter")
+    page.keyboard.type(code)
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        """(i) => {
+            const p = document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')[i];
+            return p && /\\[\\d+\\]/.test(p.textContent);
+        }""",
+        arg=n,
+        timeout=timeout_ms,
+    )
+    return "\n".join(cells.nth(n).locator(".jp-OutputArea-output").all_inner_texts())
+
+
+def screenshot(locator: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    locator.scroll_into_view_if_needed()
+    locator.screenshot(path=str(path))
+    return path

@@ -1,0 +1,177 @@
+"""The live job dashboard in a real JupyterLab 4 + Chromium: what a user sees and does.
+
+One server for the module. The notebook (written here) runs a job in the background with a
+dashboard attached: a rate-limited source, a map on two instances, and a sink on its own thread
+whose slowness a later cell switches on. The tests read the widget's DOM, move its controls and
+check their effect in the kernel.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .jlab import ARTIFACTS, open_notebook, run_all, run_new_cell, screenshot, write_notebook
+
+pytestmark = pytest.mark.browser
+
+SETUP = """\
+import threading, time
+from jetbench import DAG, Edge, ExecutionService
+from jetbench.core.processor import Processor
+from jetbench.processors import map_processor
+from jetbench.processors.connectors import GeneratorSource
+
+SLOW = {"s_per_item": 0.0}
+
+class SlowSink(Processor):
+    is_cooperative = False  # its own thread: sleeping here never stalls the cooperative workers
+
+    def process(self, ordinal, inbox):
+        n = len(inbox.take(100))  # at most 100 items a call: one call sleeps <= 25 ms
+        if SLOW["s_per_item"]:
+            time.sleep(n * SLOW["s_per_item"])
+
+dag = DAG()
+source = dag.new_vertex("source", GeneratorSource(20_000, timestamped=False), local_parallelism=1)
+double = dag.new_vertex("double", map_processor(lambda x: 2 * x), local_parallelism=2)
+sink = dag.new_vertex("sink", SlowSink, local_parallelism=1)
+dag.edge(Edge.between(source, double)).edge(Edge.between(double, sink).queue_size(512))
+service = ExecutionService(cooperative_threads=2, min_idle_us=25, max_idle_us=500)
+"""
+
+START = """\
+job = service.submit(dag, name="browser-demo")
+dash = job.dashboard(interval_s=0.1)
+dash
+"""
+
+DASH = ".jp-NotebookPanel .jetbench-dashboard"
+
+
+def number(page, selector: str) -> float:
+    value = page.locator(selector).first.get_attribute("data-value")
+    return float(value) if value not in (None, "") else float("nan")
+
+
+def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
+    write_notebook(lab.root / "live.ipynb", [SETUP, START])
+    open_notebook(page, lab, "live.ipynb")
+    run_all(page, 2)
+    dash = page.locator(DASH)
+    dash.wait_for()
+
+    # the job's tasklets: source#0, double#0, double#1, sink#0
+    page.wait_for_selector(f'{DASH} tr.jb-row[data-vertex="sink"]')
+    rows = page.locator(f"{DASH} tr.jb-row")
+    seen = sorted((r.get_attribute("data-vertex"), r.get_attribute("data-instance")) for r in rows.all())
+    assert seen == [("double", "0"), ("double", "1"), ("sink", "0"), ("source", "0")]
+    assert page.locator(f"{DASH} .jb-status").get_attribute("data-status") == "running"
+
+    # counters increase while it runs
+    src_out = f'{DASH} tr.jb-row[data-vertex="source"] .jb-out'
+    sink_in = f'{DASH} tr.jb-row[data-vertex="sink"] .jb-in'
+    before = number(page, src_out), number(page, sink_in)
+    page.wait_for_function(
+        """([sel, v]) => Number(document.querySelector(sel)?.dataset.value) > v + 5000""",
+        arg=[sink_in, before[1]],
+    )
+    after = number(page, src_out), number(page, sink_in)
+    assert after[0] > before[0] and after[1] > before[1]
+
+    # the CPU plot has points (process CPU, one per tick)
+    page.wait_for_function(
+        f"() => document.querySelectorAll('{DASH} svg.jb-cpu-plot circle.jb-pt').length >= 5"
+    )
+    assert page.locator(f"{DASH} svg.jb-cpu-plot polyline").count() >= 2  # process + a worker
+    assert page.locator(f"{DASH} tr.jb-worker").count() == 3  # w0, w1 and the sink's thread b0
+    screenshot(dash, "dashboard-running.png")
+
+    # queue depth under a deliberately slow sink: nearly empty, then full (and backpressure)
+    queue = f'{DASH} .jb-queue[data-vertex="sink"]'
+    fill_fast = float(page.locator(queue).get_attribute("data-fill"))
+    assert fill_fast < 0.5, fill_fast
+    spark_fast = page.locator(f"{queue} svg.jb-spark polyline").get_attribute("points")
+    run_new_cell(page, 'SLOW["s_per_item"] = 1 / 4000')  # 4,000 items/s against 20,000/s
+    page.wait_for_function(f"() => Number(document.querySelector('{queue}')?.dataset.fill) > 0.9")
+    assert page.locator(f"{queue} svg.jb-spark polyline").get_attribute("points") != spark_fast
+    page.wait_for_function(
+        f"""() => [...document.querySelectorAll('{DASH} tr.jb-row[data-vertex="double"] .jb-bpcell')]
+            .some((c) => c.dataset.value === '1')"""
+    )
+    screenshot(dash, "dashboard-backpressure.png")
+
+    # idle controls: type a floor, drag the max slider to its end; the kernel's executor changes
+    min_num = page.locator(f"{DASH} input.jb-min-idle-num")
+    min_num.fill("2000")
+    min_num.press("Enter")
+    max_range = page.locator(f"{DASH} input.jb-max-idle-range")
+    box = max_range.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] + 40, box["y"] + box["height"] / 2, steps=12)
+    page.mouse.up()
+    page.wait_for_function(
+        f"""() => {{ const a = document.querySelector('{DASH} .jb-idle-applied');
+            return a && a.dataset.min === '2000' && a.dataset.max === '100000'; }}"""
+    )
+    out = run_new_cell(page, 'print("IDLE", service.idle.min_idle_us, service.idle.max_idle_us, dash.min_idle_us)')
+    assert re.search(r"IDLE 2000\.0 100000\.0 2000\.0", out), out
+    screenshot(dash, "dashboard-idle.png")
+
+    # cancel: the job is cancelled, the view frozen, every jetbench thread gone
+    page.locator(f"{DASH} button.jb-cancel").click()
+    page.wait_for_function(
+        f"""() => document.querySelector('{DASH} .jb-status')?.dataset.status === 'cancelled'
+            && document.querySelector('{DASH}').dataset.final === 'true'"""
+    )
+    assert "cancelled" in page.locator(f"{DASH} .jb-error").inner_text()
+    assert page.locator(f"{DASH} button.jb-cancel").is_disabled()
+    out = run_new_cell(
+        page,
+        'dash.join(10); [w.thread.join(10) for w in job.workers]; '
+        'print("STATUS", job.status.value, [t.name for t in threading.enumerate() if t.name.startswith("jetbench.")])',
+    )
+    assert "STATUS cancelled []" in out, out
+    screenshot(dash, "dashboard-cancelled.png")
+
+
+FAILING = """\
+import time
+from jetbench import DAG, Edge, ExecutionService
+from jetbench.processors import collect_sink, map_processor
+from jetbench.processors.connectors import GeneratorSource
+
+def check(x):
+    if x >= 1500:
+        raise ValueError(f"bad item {x}")
+    return x
+
+dag = DAG()
+src = dag.new_vertex("source", GeneratorSource(2_000, timestamped=False), local_parallelism=1)
+chk = dag.new_vertex("checker", map_processor(check), local_parallelism=1)
+out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
+dag.edge(Edge.between(src, chk)).edge(Edge.between(chk, out))
+job = ExecutionService().submit(dag, name="failing")
+job.dashboard(side=True)
+"""
+
+
+def test_failed_job_in_side_panel_shows_error_and_vertex(lab, page):
+    write_notebook(lab.root / "failing.ipynb", [FAILING])
+    open_notebook(page, lab, "failing.ipynb")
+    run_all(page, 1)
+    side_dash = page.locator(".jetbench-dashboard:not(.jp-NotebookPanel .jetbench-dashboard)")
+    side_dash.wait_for()
+    assert page.locator(DASH).count() == 0  # shown in the side panel only, not again inline
+    assert "in the side panel" in page.locator(".jp-NotebookPanel .jp-OutputArea-output").first.inner_text()
+    page.wait_for_function(
+        """() => document.querySelector('.jetbench-dashboard .jb-status')?.dataset.status === 'failed'""",
+        timeout=20_000,
+    )
+    assert side_dash.locator(".jb-error-vertex").inner_text() == "checker"
+    assert "bad item 1500" in side_dash.locator(".jb-error").inner_text()
+    assert side_dash.get_attribute("data-final") == "true"
+    screenshot(side_dash, "dashboard-failed-side-panel.png")
+    page.screenshot(path=str(ARTIFACTS / "lab-side-panel.png"))

@@ -1,0 +1,344 @@
+"""The dashboard's Python side without a browser: state, throttling, bounds, controls, threads."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from jetbench import DAG, Edge, ExecutionService, JobCancelled, JobError
+from jetbench.notebook import Dashboard
+from jetbench.notebook.headless import recording_comms
+from jetbench.notebook.model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, _Timeline
+from jetbench.processors import collect_sink, items_source, map_processor, noop_sink
+from jetbench.processors.connectors import GeneratorSource
+
+
+def paced_dag(rate: float = 4000, count: int | None = 2000, fail_at: int | None = None) -> DAG:
+    """source (``rate`` items/s) -> map x2 -> collect: a job that runs ``count / rate`` s."""
+
+    def check(x):
+        if fail_at is not None and x >= fail_at:
+            raise ValueError(f"bad item {x}")
+        return x
+
+    dag = DAG()
+    src = dag.new_vertex("source", GeneratorSource(rate, timestamped=False, count=count), local_parallelism=1)
+    work = dag.new_vertex("work", map_processor(check), local_parallelism=2)
+    out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
+    dag.edge(Edge.between(src, work)).edge(Edge.between(work, out))
+    return dag
+
+
+def wide_dag(vertices: int, parallelism: int) -> DAG:
+    dag = DAG()
+    prev = dag.new_vertex("source", items_source(range(100)), local_parallelism=1)
+    for i in range(vertices - 2):
+        v = dag.new_vertex(f"map-{i}", map_processor(lambda x: x), local_parallelism=parallelism)
+        dag.edge(Edge.between(prev, v))
+        prev = v
+    sink = dag.new_vertex("sink", noop_sink(), local_parallelism=1)
+    dag.edge(Edge.between(prev, sink))
+    return dag
+
+
+def send_from_front_end(dash: Dashboard, data: dict) -> None:
+    """What ipywidgets does with a comm message from the browser."""
+    dash._handle_msg({"content": {"data": data}, "buffers": []})
+
+
+# ------------------------------------------------------------------------------ state
+
+
+def test_state_while_running_and_frozen_final_state():
+    service = ExecutionService(cooperative_threads=2)
+    job = service.submit(paced_dag(rate=4000, count=2400), name="paced")
+    dash = Dashboard(job, interval_s=0.05)
+    assert dash.is_sampling and dash._thread.name == "jetbench.paced.dashboard"
+    time.sleep(0.3)
+    s = dash.state
+    assert s["status"] == "running" and s["final"] is False and s["error"] is None
+    assert s["job"] == "paced" and s["tasklet_count"] == 4 and s["vertex_count"] == 3
+    assert [(r["vertex"], r["instance"]) for r in s["rows"]] == [
+        ("source", "0"), ("work", "0"), ("work", "1"), ("sink", "0")
+    ]
+    assert {r["worker"] for r in s["rows"]} <= {"w0", "w1"}
+    source = s["rows"][0]
+    assert source["out"] > 0 and 1000 < source["rate"] < 10_000  # ~4000 items/s
+    assert {"busy", "slow", "bp", "fill", "state"} <= source.keys()
+    assert [w["name"] for w in s["workers"]] == ["w0", "w1"]
+    assert all(w["iter_rate"] > 0 for w in s["workers"])
+    cpu = s["cpu"]
+    assert [x["name"] for x in cpu["series"]] == ["process", "w0", "w1"]
+    assert len(cpu["t"]) >= 3 and all(len(x["values"]) == len(cpu["t"]) for x in cpu["series"])
+    assert {q["vertex"] for q in s["queues"]} == {"work", "sink"}
+    assert s["idle"] == {"min_idle_us": 25.0, "max_idle_us": 500.0, "strategy": "backoff",
+                         "strategies": ["backoff", "timer"]}
+    seq_running = s["seq"]
+
+    assert sorted(job.join()) == list(range(2400))
+    dash.join(2)
+    assert not dash.is_sampling
+    final = dash.state
+    assert final["final"] is True and final["status"] == "completed" and final["seq"] > seq_running
+    assert final["elapsed_s"] == pytest.approx(job.elapsed, abs=0.01)
+    assert {r["state"] for r in final["rows"]} == {"END"}
+    assert final["rows"][-1]["in"] == 2400 and final["totals"]["out"] >= 2 * 2400
+    ticks = dash.ticks
+    time.sleep(0.15)
+    assert dash.ticks == ticks and dash.state == final  # frozen
+
+
+def test_dashboard_of_a_finished_job_is_final_at_once_without_a_thread():
+    job = ExecutionService().submit(wide_dag(4, 1))
+    job.join()
+    dash = job.dashboard()  # through the registered view
+    assert isinstance(dash, Dashboard)
+    assert dash._thread is None and dash.ticks == 1
+    assert dash.state["final"] is True and dash.state["status"] == "completed"
+
+
+def test_failure_shows_error_and_vertex():
+    job = ExecutionService().submit(paced_dag(rate=5000, count=None, fail_at=500), name="bad")
+    dash = Dashboard(job, interval_s=0.05)
+    with pytest.raises(JobError):
+        job.join(5)
+    dash.join(2)
+    s = dash.state
+    assert s["status"] == "failed" and s["final"] is True
+    err = s["error"]
+    assert err["vertex"] == "work" and err["instance"] in (0, 1) and err["type"] == "JobError"
+    assert "bad item" in err["message"] and err["cause"].startswith("ValueError: bad item")
+
+
+# ------------------------------------------------------------------------------ throttling, size
+
+
+def test_one_message_per_tick_at_the_configured_rate():
+    with recording_comms() as _comms:
+        job = ExecutionService().submit(paced_dag(rate=2000, count=1600))  # ~0.8 s
+        dash = Dashboard(job, interval_s=0.1)
+    job.join()
+    dash.join(2)
+    comm = dash.comm
+    # state updates only, one per tick (the first at creation, the last when the job ended)
+    assert comm.updates == {"state": dash.ticks}
+    assert comm.count == dash.ticks
+    expected = job.elapsed / 0.1
+    assert expected - 3 <= dash.ticks <= expected + 3, (dash.ticks, job.elapsed)
+    assert comm.max_bytes < 16_000
+
+
+def test_interval_is_bounded():
+    job = ExecutionService().submit(wide_dag(3, 1))
+    job.join()
+    with pytest.raises(ValueError, match="interval_s"):
+        Dashboard(job, interval_s=0.001)
+
+
+@pytest.mark.parametrize("vertices,parallelism", [(12, 8), (60, 2), (100, 6)])
+def test_state_size_is_bounded_however_many_tasklets(vertices, parallelism):
+    job = ExecutionService(cooperative_threads=2).submit(wide_dag(vertices, parallelism))
+    job.join()
+    clock = itertools.count(0, 0.1).__next__  # ticks 0.1 s apart, without waiting for them
+    model = DashboardModel(job, max_rows=40, clock=clock)
+    snapshot = job.metrics()
+    for i in range(2 * CPU_HISTORY + 10):  # long enough for every history to be full
+        state = model.update(metrics=dataclasses.replace(snapshot, elapsed_s=0.1 * (i + 1)))
+    tasklets = 2 + (vertices - 2) * parallelism
+    assert state["tasklet_count"] == tasklets
+    assert state["aggregated"] is True and len(state["rows"]) <= 40
+    assert len(state["queues"]) <= 40 and all(len(q["hist"]) <= QUEUE_HISTORY for q in state["queues"])
+    assert CPU_HISTORY <= len(state["cpu"]["t"]) <= 2 * CPU_HISTORY
+    assert len(json.dumps(state)) < 64_000
+
+
+def test_rows_aggregate_per_vertex_above_max_rows():
+    job = ExecutionService(cooperative_threads=2).submit(wide_dag(5, 4))  # 1 + 3*4 + 1 = 14 tasklets
+    job.join()
+    per_tasklet = DashboardModel(job, max_rows=20).update(final=True)
+    assert per_tasklet["aggregated"] is False and len(per_tasklet["rows"]) == 14
+    per_vertex = DashboardModel(job, max_rows=10).update(final=True)
+    assert per_vertex["aggregated"] is True
+    rows = {r["vertex"]: r for r in per_vertex["rows"]}
+    assert list(rows) == ["source", "map-0", "map-1", "map-2", "sink"]
+    assert rows["map-1"]["n"] == 4 and rows["map-1"]["instance"] == "×4"
+    assert rows["map-1"]["in"] == 100 and rows["map-1"]["out"] == 100
+    assert rows["map-1"]["state"] == "END"
+    assert sum(r["in"] for r in per_vertex["rows"]) == sum(r["in"] for r in per_tasklet["rows"])
+    # more vertices than rows: the tail is folded into one row, counts preserved
+    folded = DashboardModel(job, max_rows=3).update(final=True)
+    assert [r["vertex"] for r in folded["rows"]] == ["source", "map-0", "… 3 more vertices"]
+    assert folded["rows"][-1]["n"] == 9
+    assert sum(r["in"] for r in folded["rows"]) == sum(r["in"] for r in per_tasklet["rows"])
+
+
+def test_cpu_timeline_spans_the_whole_run_with_bounded_points():
+    tl = _Timeline(["process", "w0"], size=10)
+    for i in range(1000):
+        tl.add(i * 0.1, {"process": 50.0, "w0": 25.0})
+    state = tl.as_state()
+    assert 10 <= len(state["t"]) <= 20
+    assert state["t"][-1] > 90  # recent
+    assert state["t"][0] < 10  # and early points survive, merged
+    assert set(state["series"][0]["values"]) == {50.0}
+
+
+# ------------------------------------------------------------------------------ controls
+
+
+def test_idle_controls_apply_to_the_running_service():
+    service = ExecutionService(cooperative_threads=2, min_idle_us=25, max_idle_us=500)
+    job = service.submit(paced_dag(rate=2000, count=None))
+    dash = Dashboard(job, interval_s=0.05)
+    try:
+        assert (dash.min_idle_us, dash.max_idle_us) == (25, 500)
+        dash.min_idle_us = 1000  # from Python: max is raised to the min, as in Jet
+        assert (service.idle.min_idle_us, service.idle.max_idle_us) == (1000, 1000)
+        assert dash.max_idle_us == 1000
+        # from the browser: the same trait update ipywidgets receives over the comm
+        send_from_front_end(dash, {"method": "update", "state": {"max_idle_us": 8000}, "buffer_paths": []})
+        assert service.idle.max_idle_us == 8000
+        send_from_front_end(dash, {"method": "custom", "content": {"cmd": "set_idle", "min_idle_us": 50}})
+        assert (service.idle.min_idle_us, service.idle.max_idle_us) == (50, 8000)
+        # the running workers park with the service's (shared) config
+        assert all(w.idler.config is service.idle for w in job.workers)
+        # a bad value is refused, shown, and the traits show what is applied
+        dash.min_idle_us = -5
+        assert "min_idle_us" in dash.control_error and service.idle.min_idle_us == 50 and dash.min_idle_us == 50
+        # and the next tick shows the applied bounds
+        seq = dash.state["seq"]
+        deadline = time.monotonic() + 2
+        while dash.state["seq"] == seq and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert dash.state["idle"]["min_idle_us"] == 50 and dash.state["idle"]["max_idle_us"] == 8000
+    finally:
+        job.cancel()
+        with pytest.raises(JobCancelled):
+            job.join(5)
+        dash.join(2)
+
+
+def test_cancel_from_the_front_end_ends_job_and_threads():
+    job = ExecutionService(cooperative_threads=2).submit(paced_dag(rate=2000, count=None), name="endless")
+    dash = Dashboard(job, interval_s=0.05)
+    time.sleep(0.1)
+    send_from_front_end(dash, {"method": "custom", "content": {"cmd": "cancel"}})
+    with pytest.raises(JobCancelled):
+        job.join(5)
+    dash.join(2)
+    assert dash.state["status"] == "cancelled" and dash.state["final"] is True
+    assert dash.state["error"]["type"] == "JobCancelled"
+    assert not [t for t in threading.enumerate() if t.name.startswith("jetbench.endless")]
+
+
+def test_stop_ends_the_sampler_while_the_job_goes_on():
+    job = ExecutionService().submit(paced_dag(rate=2000, count=None))
+    dash = Dashboard(job, interval_s=0.05)
+    dash.close()
+    assert not dash.is_sampling and not job.is_done
+    job.cancel()
+    with pytest.raises(JobCancelled):
+        job.join(5)
+
+
+def test_side_panel_shows_in_a_sidecar_only(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj._repr_mimebundle_()))
+    job = ExecutionService().submit(wide_dag(3, 1))
+    job.join()
+    dash = job.dashboard(side=True)
+    assert type(dash.sidecar).__name__ == "Sidecar"
+    assert "application/vnd.jupyter.widget-view+json" in shown[0][0]  # the widget, in the panel
+    assert dash._repr_mimebundle_() == {
+        "text/plain": f"jetbench dashboard of job {job.name!r} (in the side panel)"
+    }
+
+
+# ------------------------------------------------------------------------------ layering, assets
+
+
+def test_engine_and_plots_do_not_import_widget_libraries():
+    code = (
+        "import sys, jetbench, jetbench.core, jetbench.pipeline, jetbench.processors, jetbench.frames, "
+        "jetbench.notebook, jetbench.notebook.plots, jetbench.notebook.model\n"
+        "bad = sorted(m for m in ('ipywidgets', 'anywidget') if m in sys.modules)\n"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_front_end_assets_come_from_the_package_or_the_checkout(tmp_path, monkeypatch):
+    from jetbench.notebook import _assets
+
+    src = tmp_path / "src"
+    built = tmp_path / "built"
+    src.mkdir()
+    built.mkdir()
+    monkeypatch.setattr(_assets, "SOURCES", src)
+    monkeypatch.setattr(_assets, "BUILT", built)
+    with pytest.raises(FileNotFoundError, match="build_widgets.sh"):
+        _assets.asset_path("dashboard.js")
+    (src / "dashboard.js").write_text("source")
+    assert _assets.asset_text("dashboard.js") == "source"  # dev checkout, nothing built
+    (built / "dashboard.js").write_text("built")
+    assert _assets.asset_text("dashboard.js") == "built"
+    assert "export default" in Dashboard._esm and ".jetbench-dashboard" in Dashboard._css
+
+
+def test_sampler_spaces_ticks_out_to_stay_within_its_cpu_budget():
+    job = ExecutionService().submit(paced_dag(rate=2000, count=None))
+    dash = Dashboard(job, interval_s=0.05, cpu_budget=1e-4)  # any tick is over this budget
+    try:
+        deadline = time.monotonic() + 2
+        while dash.effective_interval_s == 0.05 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert dash.effective_interval_s > 0.05
+    finally:
+        job.cancel()
+        with pytest.raises(JobCancelled):
+            job.join(5)
+        dash.join(2)
+
+
+def test_strategy_control_goes_to_a_service_that_can_switch():
+    service = ExecutionService()
+    job = service.submit(paced_dag(rate=2000, count=None))
+    dash = Dashboard(job, interval_s=0.05)
+    try:
+        assert dash.state["idle"]["strategy"] == "backoff"
+        if not hasattr(service, "set_idle_strategy"):  # today's engine: shown, not switchable
+            assert "strategies" not in dash.state["idle"]
+            send_from_front_end(dash, {"method": "custom", "content": {"cmd": "set_strategy", "strategy": "timer"}})
+            assert "cannot change its idle strategy" in dash.control_error
+        switched = []
+        service.set_idle_strategy = switched.append  # an engine that can (see the report to the core)
+        deadline = time.monotonic() + 2
+        while "strategies" not in dash.state["idle"] and time.monotonic() < deadline:
+            time.sleep(0.01)  # the next tick shows the selector
+        assert "backoff" in dash.state["idle"]["strategies"]
+        send_from_front_end(dash, {"method": "custom", "content": {"cmd": "set_strategy", "strategy": "timer"}})
+        assert switched == ["timer"] and dash.control_error == ""
+    finally:
+        job.cancel()
+        with pytest.raises(JobCancelled):
+            job.join(5)
+        dash.join(2)
+
+
+def test_bench_dashboard_prints_ratio_and_sampler_cpu():
+    done = subprocess.run(
+        [sys.executable, "-m", "jetbench", "bench", "dashboard", "--items", "200000", "--repeat", "1", "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["benchmark"] == "dashboard" and report["results_equal"] is True
+    assert report["ratio"] == pytest.approx(report["jetbench_items_per_s"] / report["baseline_items_per_s"])
+    assert 0 < report["sampler_cpu_percent"] < 50 and report["hz"] == 10

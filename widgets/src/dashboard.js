@@ -1,0 +1,350 @@
+// jetbench live job dashboard: the front end of jetbench.notebook.Dashboard (anywidget ESM).
+//
+// No dependencies: plain DOM, SVG for the plots. The kernel sends the whole view as one `state`
+// trait per tick (bounded size); this module only draws it. Controls write the `min_idle_us` /
+// `max_idle_us` traits (the kernel applies them to the running executor) or send {cmd: "cancel"}.
+
+const NS = "http://www.w3.org/2000/svg";
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
+const SLIDER_MAX = 1000; // slider positions; idle µs = 10^(5 * pos / SLIDER_MAX), position 0 = 0 µs
+const IDLE_DECADES = 5; // 1 µs .. 100 ms
+
+function esc(value) {
+  return String(value ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+function compact(n) {
+  if (n === null || n === undefined || Number.isNaN(n)) return "–";
+  const a = Math.abs(n);
+  if (a >= 1e9) return (n / 1e9).toFixed(2) + "G";
+  if (a >= 1e6) return (n / 1e6).toFixed(2) + "M";
+  if (a >= 1e4) return (n / 1e3).toFixed(1) + "k";
+  if (a >= 100 || Number.isInteger(n)) return Math.round(n).toLocaleString("en-US");
+  return n.toFixed(1);
+}
+
+function grouped(n) {
+  return n === null || n === undefined ? "–" : Math.round(n).toLocaleString("en-US");
+}
+
+function seconds(s) {
+  if (s === null || s === undefined) return "–";
+  if (s < 60) return s.toFixed(1) + " s";
+  const m = Math.floor(s / 60);
+  return `${m} min ${(s - 60 * m).toFixed(0)} s`;
+}
+
+function usToPos(us) {
+  if (!(us > 0)) return 0;
+  const p = (Math.log10(Math.max(us, 1)) / IDLE_DECADES) * SLIDER_MAX;
+  return Math.min(SLIDER_MAX, Math.max(1, Math.round(p)));
+}
+
+function posToUs(pos) {
+  if (pos <= 0) return 0;
+  const us = Math.pow(10, (IDLE_DECADES * pos) / SLIDER_MAX);
+  // round to 2 significant digits: 25, 130, 2000 ...
+  const mag = Math.pow(10, Math.floor(Math.log10(us)) - 1);
+  return Math.round(us / mag) * mag;
+}
+
+function fillColor(f) {
+  if (f >= 0.9) return "#d62728";
+  if (f >= 0.5) return "#ff9f1c";
+  return "#2ca02c";
+}
+
+function el(tag, cls, html) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (html !== undefined) e.innerHTML = html;
+  return e;
+}
+
+// ----------------------------------------------------------------------------------- controls
+
+function idleControl(label, cls) {
+  const box = el("label", `jb-idle ${cls}`);
+  box.innerHTML =
+    `<span class="jb-idle-label">${esc(label)}</span>` +
+    `<input type="range" class="jb-range ${cls}-range" min="0" max="${SLIDER_MAX}" step="1" aria-label="${esc(label)}">` +
+    `<input type="number" class="jb-num ${cls}-num" min="0" step="any" aria-label="${esc(label)} µs">` +
+    `<span class="jb-unit">µs</span>`;
+  return box;
+}
+
+// ----------------------------------------------------------------------------------- plots
+
+function cpuPlot(cpu, width, height) {
+  const pad = { l: 34, r: 8, t: 8, b: 20 };
+  const t = cpu?.t ?? [];
+  const series = cpu?.series ?? [];
+  let ymax = 100;
+  for (const s of series) for (const v of s.values) if (v > ymax) ymax = v;
+  ymax = Math.ceil(ymax / 50) * 50;
+  const t0 = t.length ? t[0] : 0;
+  const t1 = t.length > 1 ? t[t.length - 1] : t0 + 1;
+  const x = (v) => pad.l + ((v - t0) / (t1 - t0 || 1)) * (width - pad.l - pad.r);
+  const y = (v) => height - pad.b - (Math.min(v, ymax) / ymax) * (height - pad.t - pad.b);
+  let svg = `<svg xmlns="${NS}" class="jb-cpu-plot" viewBox="0 0 ${width} ${height}" width="100%" preserveAspectRatio="xMidYMid meet" data-points="${t.length}">`;
+  for (let g = 0; g <= ymax; g += ymax > 200 ? 100 : 50) {
+    svg += `<line class="jb-grid" x1="${pad.l}" x2="${width - pad.r}" y1="${y(g)}" y2="${y(g)}"/>`;
+    svg += `<text class="jb-axis" x="${pad.l - 4}" y="${y(g) + 3}" text-anchor="end">${g}%</text>`;
+  }
+  svg += `<text class="jb-axis" x="${pad.l}" y="${height - 5}">${t0.toFixed(1)} s</text>`;
+  svg += `<text class="jb-axis" x="${width - pad.r}" y="${height - 5}" text-anchor="end">${t1.toFixed(1)} s</text>`;
+  series.forEach((s, i) => {
+    const color = i === 0 ? "var(--jb-process-color)" : PALETTE[(i - 1) % PALETTE.length];
+    const pts = s.values.map((v, k) => `${x(t[k]).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
+    svg += `<polyline class="jb-line" data-series="${esc(s.name)}" points="${pts}" stroke="${color}" stroke-width="${i === 0 ? 2 : 1.2}"/>`;
+    if (i === 0 || t.length <= 60) {
+      const r = i === 0 ? 2.2 : 1.5;
+      for (let k = 0; k < s.values.length; k++) {
+        svg += `<circle class="jb-pt" data-series="${esc(s.name)}" cx="${x(t[k]).toFixed(1)}" cy="${y(s.values[k]).toFixed(1)}" r="${r}" fill="${color}"/>`;
+      }
+    }
+  });
+  svg += "</svg>";
+  const legend = series
+    .map((s, i) => {
+      const color = i === 0 ? "var(--jb-process-color)" : PALETTE[(i - 1) % PALETTE.length];
+      const last = s.values.length ? s.values[s.values.length - 1] : null;
+      return `<span class="jb-key" data-series="${esc(s.name)}"><i style="background:${color}"></i>${esc(s.name)} ${last === null ? "" : last.toFixed(0) + "%"}</span>`;
+    })
+    .join("");
+  return svg + `<div class="jb-legend">${legend}</div>`;
+}
+
+function sparkline(hist, width, height) {
+  const n = hist.length;
+  if (!n) return `<svg class="jb-spark" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}"></svg>`;
+  const dx = n > 1 ? width / (n - 1) : 0;
+  const pts = hist.map((v, i) => `${(i * dx).toFixed(1)},${(height - 1 - v * (height - 2)).toFixed(1)}`);
+  const area = `0,${height} ${pts.join(" ")} ${((n - 1) * dx).toFixed(1)},${height}`;
+  const color = fillColor(hist[n - 1]);
+  return (
+    `<svg xmlns="${NS}" class="jb-spark" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" data-n="${n}">` +
+    `<polygon points="${area}" fill="${color}" fill-opacity="0.25"/>` +
+    `<polyline points="${pts.join(" ")}" stroke="${color}" stroke-width="1.3" fill="none"/></svg>`
+  );
+}
+
+// ----------------------------------------------------------------------------------- render
+
+function render({ model, el: host }) {
+  const root = el("div", "jetbench-dashboard");
+  root.innerHTML = `
+    <div class="jb-head">
+      <span class="jb-title">jetbench · <b class="jb-job"></b></span>
+      <span class="jb-status" data-status=""></span>
+      <span class="jb-elapsed" title="elapsed"></span>
+      <span class="jb-summary"></span>
+      <span class="jb-sampler" title="the dashboard's own sampler thread"></span>
+    </div>
+    <div class="jb-error" hidden></div>
+    <div class="jb-controls">
+      <span class="jb-slot-min"></span><span class="jb-slot-max"></span>
+      <label class="jb-strategy-box" hidden>strategy <select class="jb-strategy"></select></label>
+      <span class="jb-idle-applied" title="idle bounds the executor uses now"></span>
+      <button type="button" class="jb-cancel">Cancel job</button>
+      <span class="jb-control-error"></span>
+    </div>
+    <div class="jb-body">
+      <div class="jb-panel jb-tasklets">
+        <div class="jb-panel-title">Tasklets <span class="jb-agg"></span></div>
+        <table class="jb-table"><thead><tr>
+          <th>vertex</th><th class="jb-opt2">#</th><th class="jb-opt">worker</th><th class="jb-opt2">state</th><th class="jb-n jb-opt2">in</th><th class="jb-n">out</th>
+          <th class="jb-n jb-rate-h">items/s</th><th class="jb-n jb-opt">busy %</th><th class="jb-n jb-opt" title="cooperative calls slower than the slow-call threshold">slow</th>
+          <th title="backpressure: the outbox could not flush, a downstream queue is full">bp</th><th class="jb-n" title="inbound queue fill">queue</th>
+        </tr></thead><tbody class="jb-rows"></tbody></table>
+        <div class="jb-panel jb-queues-panel">
+          <div class="jb-panel-title">Inbound queue fill per vertex <span>(last ${60} ticks)</span></div>
+          <div class="jb-queues"></div>
+        </div>
+      </div>
+      <div class="jb-side">
+        <div class="jb-panel jb-cpu">
+          <div class="jb-panel-title">CPU % of one core <span class="jb-cpu-now"></span></div>
+          <div class="jb-cpu-box"></div>
+        </div>
+        <div class="jb-panel jb-workers-panel">
+          <div class="jb-panel-title">Workers</div>
+          <table class="jb-table"><thead><tr><th>worker</th><th>kind</th><th class="jb-n">tasklets</th>
+            <th class="jb-n">CPU %</th><th class="jb-n">iterations/s</th><th class="jb-n" title="idle rounds (parks) per second">idle/s</th></tr></thead>
+            <tbody class="jb-workers"></tbody></table>
+        </div>
+      </div>
+    </div>`;
+  host.appendChild(root);
+  const $ = (sel) => root.querySelector(sel);
+
+  // -- idle controls: sliders (log scale) + number inputs, written to the traits on change
+  const minCtl = idleControl("min idle", "jb-min-idle");
+  const maxCtl = idleControl("max idle", "jb-max-idle");
+  $(".jb-slot-min").replaceWith(minCtl);
+  $(".jb-slot-max").replaceWith(maxCtl);
+  const controls = [
+    { trait: "min_idle_us", box: minCtl },
+    { trait: "max_idle_us", box: maxCtl },
+  ];
+  for (const c of controls) {
+    c.range = c.box.querySelector(".jb-range");
+    c.num = c.box.querySelector(".jb-num");
+    c.show = (us) => {
+      if (document.activeElement !== c.num) c.num.value = String(us);
+      if (!c.dragging) c.range.value = String(usToPos(us));
+    };
+    c.commit = (us) => {
+      if (!(us >= 0)) return;
+      model.set(c.trait, us);
+      model.save_changes();
+    };
+    c.range.addEventListener("pointerdown", () => (c.dragging = true));
+    c.range.addEventListener("input", () => {
+      c.num.value = String(posToUs(Number(c.range.value)));
+    });
+    c.range.addEventListener("change", () => {
+      c.dragging = false;
+      c.commit(posToUs(Number(c.range.value)));
+    });
+    c.num.addEventListener("change", () => c.commit(Number(c.num.value)));
+    c.show(model.get(c.trait));
+  }
+
+  const strategy = $(".jb-strategy");
+  strategy.addEventListener("change", () => model.send({ cmd: "set_strategy", strategy: strategy.value }));
+
+  const cancel = $(".jb-cancel");
+  cancel.addEventListener("click", () => {
+    model.send({ cmd: "cancel" });
+    cancel.disabled = true;
+    cancel.textContent = "Cancelling…";
+  });
+
+  function update() {
+    const raw = model.get("state");
+    const s = (typeof raw === "string" ? JSON.parse(raw || "{}") : raw) || {};
+    root.dataset.final = s.final ? "true" : "false";
+    root.dataset.seq = String(s.seq ?? 0);
+    $(".jb-job").textContent = s.job ?? "";
+    const status = $(".jb-status");
+    status.textContent = s.status ?? "";
+    status.dataset.status = s.status ?? "";
+    $(".jb-elapsed").textContent = seconds(s.elapsed_s);
+    $(".jb-summary").textContent =
+      `${s.tasklet_count ?? 0} tasklets · ${s.vertex_count ?? 0} vertices · ${grouped(s.totals?.out)} items emitted`;
+    const hz = s.interval_s ? (1 / s.interval_s).toFixed(0) : "?";
+    const cpuPct = s.elapsed_s ? (100 * (s.sampler_cpu_s ?? 0)) / s.elapsed_s : 0;
+    $(".jb-sampler").textContent = s.final ? "final" : `sampling ${hz} Hz · ${cpuPct.toFixed(1)}% CPU`;
+
+    // error (with its vertex) or cancellation
+    const err = $(".jb-error");
+    if (s.error) {
+      err.hidden = false;
+      err.dataset.kind = s.status === "cancelled" ? "cancelled" : "failed";
+      const where = s.error.vertex ? ` in vertex <b class="jb-error-vertex">${esc(s.error.vertex)}</b>#${esc(s.error.instance)}` : "";
+      err.innerHTML = `<b>${esc(s.error.type)}</b>${where}: <span class="jb-error-message">${esc(s.error.message)}</span>` +
+        (s.error.cause ? `<div class="jb-cause">cause: ${esc(s.error.cause)}</div>` : "");
+    } else {
+      err.hidden = true;
+    }
+
+    // controls
+    const idle = s.idle || {};
+    $(".jb-idle-applied").textContent =
+      idle.min_idle_us === null || idle.min_idle_us === undefined
+        ? ""
+        : `applied: ${compact(idle.min_idle_us)}–${compact(idle.max_idle_us)} µs (${idle.strategy})`;
+    $(".jb-idle-applied").dataset.min = String(idle.min_idle_us);
+    $(".jb-idle-applied").dataset.max = String(idle.max_idle_us);
+    for (const c of controls) {
+      c.range.disabled = c.num.disabled = !!s.final;
+    }
+    const choices = idle.strategies || [];
+    $(".jb-strategy-box").hidden = choices.length === 0;
+    if (choices.length && strategy.dataset.choices !== choices.join(",")) {
+      strategy.innerHTML = choices.map((c) => `<option value="${esc(c)}">${esc(c)}</option>`).join("");
+      strategy.dataset.choices = choices.join(",");
+    }
+    if (choices.length && document.activeElement !== strategy) strategy.value = idle.strategy;
+    strategy.disabled = !!s.final;
+    if (s.final) {
+      cancel.disabled = true;
+      cancel.textContent = "Cancel job";
+    }
+
+    // tasklets
+    $(".jb-agg").textContent = s.aggregated ? `(${s.tasklet_count} tasklets, one row per vertex)` : "";
+    $(".jb-rate-h").textContent = s.final ? "avg items/s" : "items/s";
+    const rows = (s.rows || [])
+      .map((r) => {
+        const fill = r.fill === null || r.fill === undefined ? "" : `${(100 * r.fill).toFixed(0)}%`;
+        const bp = r.bp ? `<span class="jb-bp" title="backpressure">${r.n > 1 ? r.bp : "●"}</span>` : "";
+        return (
+          `<tr class="jb-row" data-vertex="${esc(r.vertex)}" data-instance="${esc(r.instance)}" data-state="${esc(r.state)}">` +
+          `<td class="jb-vertex">${esc(r.vertex)}</td><td class="jb-opt2">${esc(r.instance)}</td><td class="jb-opt">${esc(r.worker)}</td>` +
+          `<td class="jb-state jb-opt2">${esc(r.state)}</td>` +
+          `<td class="jb-n jb-in jb-opt2" data-value="${r.in}">${grouped(r.in)}</td>` +
+          `<td class="jb-n jb-out" data-value="${r.out}">${grouped(r.out)}</td>` +
+          `<td class="jb-n jb-rate" data-value="${r.rate}">${compact(r.rate)}</td>` +
+          `<td class="jb-n jb-busy jb-opt"><span class="jb-busybar" style="width:${Math.min(r.busy, 100) * 0.4}px"></span>${r.busy.toFixed(0)}</td>` +
+          `<td class="jb-n jb-slow jb-opt">${grouped(r.slow)}</td><td class="jb-bpcell" data-value="${r.bp ? 1 : 0}">${bp}</td>` +
+          `<td class="jb-n jb-fill" data-value="${r.fill ?? ""}" style="color:${r.fill ? fillColor(r.fill) : "inherit"}">${fill}</td></tr>`
+        );
+      })
+      .join("");
+    $(".jb-rows").innerHTML = rows;
+
+    // CPU plot
+    $(".jb-cpu-box").innerHTML = cpuPlot(s.cpu, 360, 170);
+    $(".jb-cpu-now").textContent = s.final
+      ? ""
+      : `process ${compact(s.process_cpu)}%` + (s.system_cpu === null || s.system_cpu === undefined ? "" : ` · machine ${s.system_cpu.toFixed(0)}% of all cores`);
+
+    // workers
+    $(".jb-workers").innerHTML = (s.workers || [])
+      .map(
+        (w) =>
+          `<tr class="jb-worker${w.alive ? "" : " jb-ended"}" data-worker="${esc(w.name)}" title="${w.alive ? "" : "thread ended"}"><td>${esc(w.name)}</td>` +
+          `<td>${esc(w.kind)}</td><td class="jb-n">${w.tasklets}</td><td class="jb-n jb-wcpu">${w.cpu.toFixed(1)}</td>` +
+          `<td class="jb-n jb-iter" data-value="${w.iter_rate}">${compact(w.iter_rate)}</td><td class="jb-n">${compact(w.idle_rate)}</td></tr>`,
+      )
+      .join("");
+
+    // queues
+    const queues = s.queues || [];
+    $(".jb-queues").innerHTML =
+      queues
+        .map(
+          (q) =>
+            `<div class="jb-queue" data-vertex="${esc(q.vertex)}" data-fill="${q.fill}">` +
+            `<span class="jb-qname" title="queues into ${esc(q.vertex)}">→ ${esc(q.vertex)}</span>${sparkline(q.hist, 160, 22)}` +
+            `<span class="jb-qbar"><span style="width:${(100 * q.fill).toFixed(1)}%;background:${fillColor(q.fill)}"></span></span>` +
+            `<span class="jb-qpct">${(100 * q.fill).toFixed(0)}%</span><span class="jb-dim">${grouped(q.size)}/${grouped(q.capacity)}</span></div>`,
+        )
+        .join("") + (s.queues_hidden ? `<div class="jb-dim">… ${s.queues_hidden} more vertices</div>` : "") +
+      (queues.length ? "" : `<div class="jb-dim">no inbound queues</div>`);
+  }
+
+  function updateIdle() {
+    for (const c of controls) c.show(model.get(c.trait));
+  }
+  function updateControlError() {
+    $(".jb-control-error").textContent = model.get("control_error") || "";
+  }
+
+  model.on("change:state", update);
+  model.on("change:min_idle_us", updateIdle);
+  model.on("change:max_idle_us", updateIdle);
+  model.on("change:control_error", updateControlError);
+  update();
+  updateControlError();
+  return () => {
+    model.off("change:state", update);
+    model.off("change:min_idle_us", updateIdle);
+    model.off("change:max_idle_us", updateIdle);
+    model.off("change:control_error", updateControlError);
+  };
+}
+
+export default { render };
