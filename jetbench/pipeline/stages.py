@@ -210,12 +210,25 @@ class Stage:
                           timestamped=self.node.timestamped)
 
     def co_group(self, other: Stage, key_fn: Callable[[Any], Hashable], other_key_fn: Callable[[Any], Hashable],
-                 name: str | None = None) -> Stage:
-        """Group both stages by key: emits ``(key, [items], [other items])`` (batch stages)."""
+                 window: WindowDefinition | None = None, name: str | None = None) -> Stage:
+        """Group both stages by key.
+
+        Batch stages: emits ``(key, [items], [other items])`` once both inputs complete. With a
+        ``window`` (both stages timestamped, e.g. streams): emits, per window and key,
+        ``WindowResult(start, end, key, ([items], [other items]))``.
+        """
         _check_same_pipeline(self, other)
-        _check_bounded(self, "co_group")
-        _check_bounded(other, "co_group")
-        params = {"key_fn": _callable(key_fn, "co_group", self), "other_key_fn": _callable(other_key_fn, "co_group", self)}
+        _callable(key_fn, "co_group", self)
+        _callable(other_key_fn, "co_group", self)
+        if window is not None:
+            _check_window(self, window)
+            _check_window(other, window)
+            tagged = self.map(_Tag(0, key_fn), name=f"{name or 'co-group'}-left") \
+                .merge(other.map(_Tag(1, other_key_fn), name=f"{name or 'co-group'}-right"))
+            return tagged.group_by(_tag_key).window(window).aggregate(_CO_GROUP, name=name or "co-group")
+        _check_bounded(self, "co_group (without a window)")
+        _check_bounded(other, "co_group (without a window)")
+        params = {"key_fn": key_fn, "other_key_fn": other_key_fn}
         return self._next("co_group", name or "co-group", params, upstream=[self.node, other.node], timestamped=False)
 
     def rebalance(self, key_fn: Callable[[Any], Hashable] | None = None) -> Stage:
@@ -311,6 +324,35 @@ class WindowedStage:
             raise PipelineError(f"stage {self.stage.name!r}: sliding windows need an aggregate op with combine")
         params = {"op": op, "key_fn": self.key_fn, "window": self.window_def}
         return self.stage._next("window_aggregate", name or f"window-{self.window_def!r}", params, timestamped=True)
+
+
+class _Tag:
+    """Marks an item with its side of a windowed co_group and its key: ``(side, key, item)``."""
+
+    def __init__(self, side: int, key_fn: Callable[[Any], Hashable]):
+        self.side, self.key_fn = side, key_fn
+        self.__name__ = f"tag-{side}"
+
+    def __call__(self, item: Any) -> tuple:
+        return self.side, self.key_fn(item), item
+
+
+def _tag_key(tagged: tuple) -> Hashable:
+    return tagged[1]
+
+
+def _co_group_accumulate(acc: tuple, tagged: tuple) -> tuple:
+    acc[tagged[0]].append(tagged[2])
+    return acc
+
+
+def _co_group_combine(a: tuple, b: tuple) -> tuple:
+    a[0].extend(b[0])
+    a[1].extend(b[1])
+    return a
+
+
+_CO_GROUP = AggregateOperation(create=lambda: ([], []), accumulate=_co_group_accumulate, combine=_co_group_combine)
 
 
 def _fn_name(kind: str, fn: Callable[..., Any]) -> str:

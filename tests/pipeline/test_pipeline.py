@@ -120,6 +120,28 @@ def test_co_group(service):
     assert result == {1: ([1, 3], [10, 30, 50]), 0: ([2, 4], [])}
 
 
+def test_windowed_co_group_of_two_streams(service):
+    p = Pipeline()
+    clicks = p.read_from(sources.test_stream([(1, "ann"), (4, "bob"), (12, "ann"), (15, "ann")], allowed_lag=20))
+    views = p.read_from(sources.test_stream([(2, ("ann", "home")), (13, ("bob", "cart"))], allowed_lag=20))
+    clicks.co_group(views, lambda user: user, lambda view: view[0], window=tumbling(10)).write_to(sinks.collect())
+    result = {(r.start, r.key): (sorted(r.value[0]), sorted(r.value[1])) for r in service.submit(p).join(timeout=30)}
+    assert result == {
+        (0, "ann"): (["ann"], [("ann", "home")]),
+        (0, "bob"): (["bob"], []),
+        (10, "ann"): (["ann", "ann"], []),
+        (10, "bob"): ([], [("bob", "cart")]),
+    }
+
+
+def test_co_group_of_streams_needs_a_window():
+    p = Pipeline()
+    a = p.read_from(sources.generator(10))
+    b = p.read_from(sources.generator(10))
+    with pytest.raises(PipelineError, match="without a window"):
+        a.co_group(b, lambda x: x, lambda x: x)
+
+
 def test_map_using_service_runs_blocking_calls_off_the_cooperative_threads(service):
     class Lookup:
         def get(self, x):
