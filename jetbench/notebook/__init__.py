@@ -1,4 +1,5 @@
-"""Notebook views of jetbench jobs: the live `Dashboard` widget and matplotlib plots.
+"""Notebook views of jetbench jobs: the live `Dashboard` widget, the visual `DagBuilder` and
+matplotlib plots.
 
 ``Dashboard`` (an anywidget) is imported on first use, so ``jetbench.notebook.plots`` and the
 state model work without a widget stack. ``job.dashboard()``, ``job.plot_metrics()`` and
@@ -10,9 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .builder import DagBuilder
     from .dashboard import Dashboard
 
-__all__ = ["Dashboard", "plot_metrics"]
+__all__ = ["DagBuilder", "Dashboard", "plot_metrics"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,6 +22,10 @@ def __getattr__(name: str) -> Any:
         from .dashboard import Dashboard
 
         return Dashboard
+    if name == "DagBuilder":
+        from .builder import DagBuilder
+
+        return DagBuilder
     if name == "plot_metrics":
         from .plots import plot_metrics
 

@@ -14,7 +14,7 @@ from jetbench.processors import collect_sink, map_processor
 from jetbench.processors.connectors import GeneratorSource
 
 dag = DAG()
-src = dag.new_vertex("source", GeneratorSource(4000, timestamped=False, count=1200), local_parallelism=1)
+src = dag.new_vertex("source", GeneratorSource(4000, timestamped=False, count=3200), local_parallelism=1)
 work = dag.new_vertex("work", map_processor(lambda x: x + 1), local_parallelism=2)
 out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
 dag.edge(Edge.between(src, work)).edge(Edge.between(work, out))
@@ -36,7 +36,7 @@ def test_dashboard_and_plots_in_a_kernel_without_front_end(tmp_path):
     NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     widget, status, figure, frame = (cell.outputs for cell in nb.cells)
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget)
-    assert "STATUS completed True 1200 True []" in "".join(o.get("text", "") for o in status)
+    assert "STATUS completed True 3200 True []" in "".join(o.get("text", "") for o in status)
     assert any("image/png" in o.get("data", {}) for o in figure)
     assert "FRAME ['source', 'work', 'work', 'sink']" in "".join(o.get("text", "") for o in frame)
     # the widget's last (final) state is what nbclient saves in the notebook's metadata

@@ -1,0 +1,253 @@
+"""`DagBuilder`: the visual DAG builder widget (anywidget) over a `BuilderModel`.
+
+The kernel owns the document: the front end sends commands (``{"cmd": "add_vertex", ...}``,
+``connect``, ``update_vertex``, ``update_edge``, ``move``, ``delete``, ``undo``, ``redo``,
+``layout``, ``run``); the model applies them, validates, and the widget sends the whole document
+and its problems back as two traits in one message. Python edits (``builder.add_vertex(...)``)
+take the same path, so both sides always show the same DAG.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import anywidget
+import traitlets
+
+from .._assets import asset_text
+from .model import BuilderModel
+from .palette import BuilderError, Palette
+
+RESULT_PREVIEW = 20  # items of a list result shown in the builder
+
+
+def _notebook_namespace() -> dict[str, Any]:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - the widget stack brings IPython
+        return {}
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else {}
+
+
+class DagBuilder(anywidget.AnyWidget):
+    """Build a DAG on a canvas: palette, drag, connect, edit, validate, run.
+
+    ``DagBuilder()`` starts empty; ``DagBuilder(dag)`` opens a `DAG` (or a `Pipeline`'s DAG),
+    laid out automatically. ``builder.dag`` is the real `jetbench.DAG` (raises `BuilderError`
+    listing the problems while the canvas has errors). Code fields see ``namespace`` (default:
+    the notebook's names); `Processor` subclasses found there join the palette.
+    """
+
+    _esm = asset_text("builder.js")
+    _css = asset_text("builder.css")
+
+    palette_kinds = traitlets.List().tag(sync=True)
+    doc = traitlets.Dict().tag(sync=True)
+    problems = traitlets.Dict().tag(sync=True)
+    can_undo = traitlets.Bool(False).tag(sync=True)
+    can_redo = traitlets.Bool(False).tag(sync=True)
+    #: the last refusal or error of a command ("" if none); ``message_seq`` changes with each one
+    message = traitlets.Unicode("").tag(sync=True)
+    message_seq = traitlets.Int(0).tag(sync=True)
+    #: the last run: ``{"status", "job", "result", "error"}``
+    run_state = traitlets.Dict().tag(sync=True)
+    height = traitlets.Int(460).tag(sync=True)
+
+    def __init__(self, dag: Any = None, *, namespace: dict[str, Any] | None = None, palette: Palette | None = None,
+                 service: Any = None, **kwargs: Any):
+        ns = _notebook_namespace() if namespace is None else namespace
+        palette = palette or Palette()
+        palette.register_namespace(ns)
+        self.model = BuilderModel(palette, ns)
+        #: the ExecutionService the Run button submits to (a new one per run when None)
+        self.service = service
+        self.job: Any = None
+        self.dashboard: Any = None
+        self._box: Any = None
+        self._below: Any = None
+        super().__init__(**kwargs)
+        self.palette_kinds = palette.to_json()
+        self.model.on_change = self._sync
+        if dag is not None:
+            self.model.load_dag(dag)
+            self.model._undo.clear()
+        self._sync()
+        self.on_msg(self._on_msg)
+
+    # ------------------------------------------------------------------------ Python API
+
+    @property
+    def dag(self) -> Any:
+        """The document as a real `jetbench.DAG` (code compiled now)."""
+        return self.model.to_dag()
+
+    @dag.setter
+    def dag(self, dag: Any) -> None:
+        self.model.load_dag(dag)
+
+    def add_vertex(self, kind: str, name: str | None = None, params: dict[str, Any] | None = None,
+                   parallelism: int | None = None, x: float | None = None, y: float | None = None) -> str:
+        """Add a vertex of a palette kind (see `BuilderModel.add_vertex`); returns its id."""
+        return self.model.add_vertex(kind, name, params, parallelism, x, y)
+
+    def connect(self, source: str, target: str, **edge: Any) -> str:
+        """Connect two vertices (ids or names); see `BuilderModel.connect`."""
+        return self.model.connect(source, target, **edge)
+
+    def update_vertex(self, ref: str, **changes: Any) -> None:
+        self.model.update_vertex(ref, **changes)
+
+    def update_edge(self, eid: str, **changes: Any) -> None:
+        self.model.update_edge(eid, **changes)
+
+    def remove(self, *refs: str) -> None:
+        self.model.remove(*refs)
+
+    def undo(self) -> bool:
+        return self.model.undo()
+
+    def redo(self) -> bool:
+        return self.model.redo()
+
+    def layout(self) -> None:
+        self.model.layout()
+
+    def register(self, cls: type, label: str | None = None) -> None:
+        """Offer a `Processor` subclass in the palette."""
+        self.model.palette.register(cls, label)
+        self.palette_kinds = self.model.palette.to_json()
+
+    def set_supplier(self, ref: str, supplier: Any) -> None:
+        self.model.set_supplier(ref, supplier)
+
+    def validate(self) -> list[Any]:
+        """The problems (`Problem`) the canvas shows; [] when the DAG can run."""
+        return self.model.problems()
+
+    def to_code(self, dag_name: str = "dag") -> str:
+        """Python code that rebuilds this DAG."""
+        return self.model.to_code(dag_name)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Save as compact JSON (code stays text)."""
+        self.model.save(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **kwargs: Any) -> DagBuilder:
+        """A builder on a saved document; nothing in it is executed."""
+        builder = cls(**kwargs)
+        builder.model.load(path)
+        builder.model._undo.clear()
+        builder._sync()
+        return builder
+
+    def run(self, name: str | None = None) -> Any:
+        """Submit the DAG to the ExecutionService, attach the live dashboard below; returns the Job."""
+        from ...core.execution import ExecutionService
+        from ..dashboard import Dashboard
+
+        dag = self.model.to_dag()
+        service = self.service if self.service is not None else ExecutionService()
+        job = service.submit(dag, name=name or "builder")
+        self.job = job
+        self.run_state = {"status": "running", "job": job.name, "result": None, "error": None}
+        self.dashboard = Dashboard(job, interval_s=0.2)
+        if self._below is not None:
+            self._below.children = (self.dashboard,)
+        job.add_done_listener(self._job_done)
+        if job.is_done:
+            self._job_done(job)
+        return job
+
+    # ------------------------------------------------------------------------ sync
+
+    def _sync(self) -> None:
+        m = self.model
+        with self.hold_sync():
+            # a copy: the model edits its lists in place, and an equal dict would not be sent
+            self.doc = json.loads(json.dumps({
+                "vertices": m.vertices, "edges": m.edges,
+                "custom": sorted(k for k in m.suppliers if any(v["id"] == k for v in m.vertices)),
+            }))
+            self.problems = m.problems_json()
+            self.can_undo = m.can_undo
+            self.can_redo = m.can_redo
+
+    def _say(self, text: str) -> None:
+        self.message = text
+        self.message_seq += 1
+
+    def _job_done(self, job: Any) -> None:
+        state = {"status": job.status.value, "job": job.name, "result": None, "error": None}
+        if job.failure is not None:
+            state["error"] = f"{type(job.failure).__name__}: {job.failure}"
+        else:
+            result = job.result
+            if isinstance(result, list):
+                shown = result[:RESULT_PREVIEW]
+                state["result"] = repr(shown)[:-1] + (", ...]" if len(result) > RESULT_PREVIEW else "]")
+                state["count"] = len(result)
+            elif result is not None:
+                state["result"] = repr(result)[:500]
+        self.run_state = state
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        try:
+            self._command(content)
+        except (BuilderError, ValueError, TypeError, KeyError) as exc:
+            self._say(str(exc))
+            self._sync()  # the front end may have moved things optimistically: show the truth
+        except Exception as exc:  # keep the kernel quiet; show it on the canvas
+            self._say(f"{type(exc).__name__}: {exc}")
+            self._sync()
+
+    def _command(self, c: dict[str, Any]) -> None:
+        m, cmd = self.model, c.get("cmd")
+        if cmd == "add_vertex":
+            m.add_vertex(c["kind"], x=c.get("x"), y=c.get("y"))
+        elif cmd == "connect":
+            m.connect(c["source"], c["target"], c.get("source_ordinal"), c.get("target_ordinal"))
+        elif cmd == "update_vertex":
+            m.update_vertex(c["id"], **c.get("changes", {}))
+        elif cmd == "update_edge":
+            m.update_edge(c["id"], **c.get("changes", {}))
+        elif cmd == "move":
+            m.move({vid: (p[0], p[1]) for vid, p in c.get("positions", {}).items()})
+        elif cmd == "delete":
+            refs = list(c.get("ids", []))
+            if refs:
+                m.remove(*refs)
+        elif cmd == "undo":
+            m.undo()
+        elif cmd == "redo":
+            m.redo()
+        elif cmd == "layout":
+            m.layout()
+        elif cmd == "run":
+            self.run()
+        else:
+            raise BuilderError(f"unknown command {cmd!r}")
+        self._say("")
+
+    # ------------------------------------------------------------------------ display
+
+    def _container(self) -> Any:
+        """The builder with a box below it where Run puts the job's dashboard."""
+        if self._box is None:
+            import ipywidgets
+
+            self._below = ipywidgets.VBox(() if self.dashboard is None else (self.dashboard,))
+            self._below.add_class("jetbench-builder-below")
+            self._box = ipywidgets.VBox((self, self._below))
+        return self._box
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self._container()._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"DagBuilder(vertices={[v['name'] for v in self.model.vertices]}, edges={len(self.model.edges)})"
