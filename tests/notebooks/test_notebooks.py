@@ -1,0 +1,94 @@
+"""The teaching notebooks in ``notebooks/``: each runs top to bottom headless (nbclient) and its
+own assertions hold; they are committed without outputs and match their generator.
+
+The slow tests start a kernel from the venv's kernelspec ("python3", whose ``python`` command
+jupyter_client resolves to this test process's interpreter); the first injected cell checks
+that the kernel really runs this venv's Python, with jetbench importable from this checkout.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+NOTEBOOK_PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+#: Seconds any one cell may take (the longest, the idle sweep, needs about 30).
+CELL_TIMEOUT_S = 240
+KERNEL_NAME = "python3"
+
+#: What each notebook must display (by MIME type) for its lesson to be visible: a figure that
+#: silently turns into a text repr, or a widget that stops rendering, fails the test. (Notebooks
+#: not listed here, e.g. ones not made by ``notebooks/build_notebooks.py``, are only run.)
+MUST_DISPLAY = {
+    "01-getting-started": {"image/svg+xml", "text/html"},
+    "02-cooperative-scheduling": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
+    "03-backpressure-and-queues": {"image/png", "image/svg+xml"},
+    "04-idle-cpu-experiment": {"image/png", "image/svg+xml"},
+    "06-writing-processors": set(),
+    "07-event-time-and-windows": {"text/html"},
+}
+
+KERNEL_CHECK = f"""\
+import os, sys
+import jetbench
+assert sys.prefix == {sys.prefix!r}, ("kernel runs", sys.executable, sys.prefix)
+assert os.path.dirname(os.path.dirname(jetbench.__file__)) == {str(ROOT)!r}, jetbench.__file__
+"""
+
+
+def _load_generator():
+    spec = importlib.util.spec_from_file_location("build_notebooks", NOTEBOOKS / "build_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _displayed(nb: nbformat.NotebookNode) -> set[str]:
+    return {mime for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+            for mime in out.get("data", {})}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
+def test_notebook_runs_headless(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(KERNEL_CHECK))
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name=KERNEL_NAME,
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client.execute()  # a failing cell (e.g. a notebook's own assert) raises CellExecutionError
+    errors = [out for cell in nb.cells for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+    assert not errors, errors
+    missing = MUST_DISPLAY.get(path.stem, set()) - _displayed(nb)
+    assert not missing, f"{path.name} displayed no {sorted(missing)}"
+
+
+def test_notebooks_match_their_generator() -> None:
+    generated = _load_generator().build()
+    assert {p.stem for p in generated} == set(MUST_DISPLAY)
+    stale = [p.name for p, text in generated.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+    assert not stale, f"regenerate with `.venv/bin/python notebooks/build_notebooks.py`: {stale}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
+def test_notebook_is_clean_and_parametrized(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == KERNEL_NAME
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code), "commit notebooks without outputs"
+    # papermill style: the first code cell holds the parameters, and only simple assignments
+    assert code[0].metadata.get("tags") == ["parameters"]
+    assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1
+    for line in code[0].source.splitlines():
+        text = line.strip()
+        assert not text or text.startswith("#") or " = " in text, f"not an assignment in the parameters cell: {line!r}"
+    assert any("assert " in c.source for c in code), "a notebook asserts its key claims"
