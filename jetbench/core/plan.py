@@ -51,7 +51,7 @@ def build_tasklets(
             inbound.setdefault((dst, j), []).append(stream)
         for i in range(n_up):
             targets = [q for q in queues[i] if q is not None]
-            collector = make_collector(edge.routing, targets, edge.key_fn)
+            collector = make_collector(edge.routing, targets, edge.key_fn, start=i)
             outbound.setdefault((src, i), []).append((edge.source_ordinal, collector))
 
     tasklets: list[ProcessorTasklet] = []

@@ -54,9 +54,9 @@ class RoundRobinCollector(Collector):
 
     __slots__ = ("_cursor", "_rest")
 
-    def __init__(self, targets: list[SPSCQueue]):
+    def __init__(self, targets: list[SPSCQueue], start: int = 0):
         super().__init__(targets)
-        self._cursor = 0
+        self._cursor = start % len(targets) if targets else 0  # producers start apart, spreading load
         self._rest: list = []
 
     def route(self, chunk: list) -> int:
@@ -151,11 +151,11 @@ class BroadcastCollector(PerTargetCollector):
 
 
 def make_collector(
-    routing: Routing, targets: list[SPSCQueue], key_fn: Callable[[Any], Hashable] | None
+    routing: Routing, targets: list[SPSCQueue], key_fn: Callable[[Any], Hashable] | None, start: int = 0
 ) -> Collector:
-    """The collector for one producer instance on one edge; ``targets`` are its queues."""
+    """The collector for producer instance ``start`` on one edge; ``targets`` are its queues."""
     if routing is Routing.PARTITIONED:
         return PartitionedCollector(targets, key_fn)
     if routing is Routing.BROADCAST:
         return BroadcastCollector(targets)
-    return RoundRobinCollector(targets)  # unicast, isolated and all-to-one differ only in targets
+    return RoundRobinCollector(targets, start)  # unicast, isolated and all-to-one differ only in targets

@@ -42,9 +42,9 @@ def _series(frame: pd.DataFrame):
 
 def plot_cpu_vs_rate(frame: pd.DataFrame) -> Figure:
     """CPU % against rate (log x), one line per floor/strategy, bare-sleep floors dashed."""
-    from matplotlib.figure import Figure
+    from ..figures import new_figure
 
-    fig = Figure(figsize=(7, 4.2))
+    fig = new_figure(figsize=(7, 4.2))
     ax = fig.subplots()
     for label, group in _series(frame):
         ax.plot(group["rate"], group["cpu_percent"], marker="o", label=label)
@@ -66,9 +66,9 @@ def plot_cpu_vs_rate(frame: pd.DataFrame) -> Figure:
 
 def plot_latency_vs_floor(frame: pd.DataFrame) -> Figure:
     """p50/p99 latency against the idle floor, one line per rate (backoff strategy)."""
-    from matplotlib.figure import Figure
+    from ..figures import new_figure
 
-    fig = Figure(figsize=(7, 4.2))
+    fig = new_figure(figsize=(7, 4.2))
     ax = fig.subplots()
     jobs = frame[frame["strategy"] == "backoff"]
     for rate, group in jobs.groupby("rate"):
@@ -87,11 +87,11 @@ def plot_latency_vs_floor(frame: pd.DataFrame) -> Figure:
 
 def plot_tradeoff(frame: pd.DataFrame) -> Figure:
     """CPU against p99 latency, one panel per rate, a point per floor/strategy."""
-    from matplotlib.figure import Figure
+    from ..figures import new_figure
 
     jobs = frame[frame["strategy"] != "bare-sleep"]
     rates = sorted(jobs["rate"].unique())
-    fig = Figure(figsize=(3.2 * max(1, len(rates)), 3.4))
+    fig = new_figure(figsize=(3.2 * max(1, len(rates)), 3.4))
     axes = fig.subplots(1, max(1, len(rates)), squeeze=False)[0]
     for ax, rate in zip(axes, rates, strict=False):
         for _, row in jobs[jobs["rate"] == rate].iterrows():

@@ -11,8 +11,6 @@ Nothing here imports a widget library; the figure is a plain ``matplotlib.figure
 from __future__ import annotations
 
 import contextlib
-import functools
-import io
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,28 +144,14 @@ def _top(lines: dict[str, list[float]]) -> tuple[dict[str, list[float]], int]:
     return {k: lines[k] for k in lines if k in ranked}, len(lines) - MAX_LINES
 
 
-@functools.cache
-def _figure_class() -> type:
-    from matplotlib.figure import Figure
-
-    class MetricsFigure(Figure):
-        """A plain Figure that shows itself as PNG in Jupyter even when pyplot was never imported
-        (IPython registers its Figure formatter only along with pyplot's inline backend)."""
-
-        def _repr_png_(self) -> bytes:
-            buf = io.BytesIO()
-            self.savefig(buf, format="png", dpi=90)
-            return buf.getvalue()
-
-    return MetricsFigure
-
-
 def plot_metrics(job: Any, figsize: tuple[float, float] = (11, 7), series: Series | None = None) -> Any:
     """A matplotlib ``Figure`` of ``job``'s recorded metrics (see the module docstring).
 
     ``job`` may also be a `Dashboard` (its history is used) or a `MetricsSampler`.
     """
-    Figure = _figure_class()
+    from ..figures import figure_class
+
+    Figure = figure_class()
     if series is None:
         if hasattr(job, "history") and hasattr(job, "job"):  # a Dashboard
             series, job = series_from_history(job.history), job.job
