@@ -364,7 +364,7 @@ def test_to_code_round_trip_gives_an_equal_dag_with_equal_results():
           ("aggregate_by_key", "by", {"key": "x % 2", "op": "summing", "value": "x"}),
           ("collect", "out", {}, 1))
     code2 = m2.to_code()
-    assert "def f_fn(x):\n    y = x * x\n    return y + 1" in code2
+    assert "def v_f_fn(x):\n    y = x * x\n    return y + 1" in code2
     ns2: dict = {}
     exec(code2, ns2)  # noqa: S102
     assert shape(ns2["dag"]) == shape(m2.to_dag())
@@ -441,3 +441,24 @@ def test_fifty_vertices_edit_and_validate_quickly():
     assert problems == {"vertices": {}, "edges": {}, "dag": []}
     assert elapsed < 0.25, elapsed
     assert run(m.to_dag())[-1] == 99 + 49
+
+
+def test_exported_code_does_not_shadow_functions_named_like_vertices():
+    from jetbench import DAG, Edge, run
+    from jetbench.notebook.builder.model import BuilderModel
+    from jetbench.processors import collect_sink, flat_map_processor, items_source
+
+    def tokenize(line):
+        return line.split()
+
+    dag = DAG()
+    src = dag.new_vertex("source", items_source(["a b", "c"]))
+    tok = dag.new_vertex("tokenize", flat_map_processor(lambda x: tokenize(x)))
+    out = dag.new_vertex("out", collect_sink())
+    dag.edge(Edge.between(src, tok)).edge(Edge.between(tok, out))
+    model = BuilderModel(namespace={"tokenize": tokenize})
+    model.load_dag(dag)
+    code = model.to_code()
+    scope = {"tokenize": tokenize}
+    exec(code, scope)
+    assert sorted(run(scope["dag"])) == ["a", "b", "c"]

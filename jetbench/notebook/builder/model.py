@@ -20,7 +20,6 @@ only by `BuilderModel.to_dag`. Loading JSON never runs code.
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 import inspect
 import json
@@ -923,11 +922,9 @@ def _merge_imports(lines: set[str]) -> str:
 
 
 def _identifier(name: str, used: set[str]) -> str:
-    base = re.sub(r"\W", "_", name).strip("_") or "v"
-    if base[0].isdigit():
-        base = "v_" + base
-    if base in ("dag", "DAG", "Edge", "aggregate", "window", "custom_suppliers") or hasattr(builtins, base):
-        base = f"v_{base}"
+    # Always prefixed, so a vertex variable never shadows a function its own code calls
+    # (a vertex "tokenize" running ``tokenize(x)``).
+    base = "v_" + (re.sub(r"\W", "_", name).strip("_") or "vertex")
     candidate, i = base, 2
     while candidate in used:
         candidate = f"{base}_{i}"
