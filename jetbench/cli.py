@@ -4,6 +4,7 @@
     jetbench bench wordcount [--lines N] [--pipeline] [--json]
     jetbench bench chain [--items N] [--fused] [--json]
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
+    jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def _bench(args: argparse.Namespace) -> int:
         from .bench import dashboard
 
         report = dashboard.run(items=args.items, repeat=args.repeat, threads=args.threads, hz=args.hz)
+    elif args.name == "spark-wordcount":
+        from .bench import spark_wordcount
+
+        report = spark_wordcount.run(lines=args.lines, repeat=args.repeat)
     else:  # argparse restricts the choices
         raise AssertionError(args.name)
     print(report.to_json() if args.json else report.to_text())
@@ -106,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--top", type=int, default=10, help="how many top words to print")
 
     bench = sub.add_parser("bench", help="benchmarks against a plain-Python baseline")
-    bench.add_argument("name", choices=["wordcount", "chain", "dashboard"])
+    bench.add_argument("name", choices=["wordcount", "chain", "dashboard", "spark-wordcount"])
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--repeat", type=int, default=3, help="repeats per side, interleaved (median kept)")
     bench.add_argument("--threads", type=int, default=1, help="cooperative threads")

@@ -1,0 +1,170 @@
+"""Word count on Spark: SparkRunner against the same job written directly in PySpark RDD code.
+
+Both read the same parquet corpus (`jetbench.spark.datasets.corpus`, made by Spark and cached)
+and count words with seed 002's tokenizer, in one process, first on ``local[1]`` and then on
+``local[2]`` (the embedded session is restarted between them). The JVM is warmed up first (its
+JIT-compiled code outlives the restarts, so otherwise the first master measured pays for it);
+then, on each master, every job runs once to start the Python workers and is timed ``repeat``
+times, interleaved; the median is kept.
+
+The SparkRunner job reads the corpus with `jetbench.spark.sources.parquet` (row groups read
+with pyarrow inside the Spark tasks); the PySpark job reads it as
+``spark.read.parquet(path).rdd``, as hand-written RDD code does. The report also gives the
+SparkRunner time through the DataFrame path (``parquet(..., engine="spark")``: ``mapInArrow``
+-> Arrow IPC -> the tasks) as ``sparkrunner_dataframe_source_s``.
+
+- ``ratio`` = PySpark time / SparkRunner time on the widest master (higher is better),
+- ``scaling`` = SparkRunner time on ``local[1]`` / time on ``local[2]`` (wall clock: it needs
+  the machine's second core to be free; the report gives the load average before and after).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..examples import non_empty, tokenize, word_key
+from .common import interleaved
+
+MASTERS = ("local[1]", "local[2]")
+
+
+def sparkrunner_pipeline(path: str, engine: str = "arrow") -> Any:
+    """The jetbench job: parquet lines -> tokenize -> count per word (two-stage) -> collect."""
+    from .. import aggregate, sinks
+    from ..pipeline import Pipeline
+    from ..spark import sources
+
+    p = Pipeline()
+    (p.read_from(sources.parquet(path, columns=["line"], as_="value", engine=engine))
+        .flat_map(tokenize)
+        .filter(non_empty)
+        .group_by(word_key)
+        .aggregate(aggregate.counting)
+        .write_to(sinks.collect()))
+    return p
+
+
+def _line_words(row: Any) -> list[str]:
+    return tokenize(row.line)
+
+
+def _one(word: str) -> tuple[str, int]:
+    return word, 1
+
+
+def pyspark_wordcount(spark: Any, path: str) -> dict[str, int]:
+    """The same job as hand-written PySpark RDD code (``reduceByKey`` combines before the shuffle)."""
+    rdd = spark.read.parquet(path).rdd
+    return dict(rdd.flatMap(_line_words).filter(non_empty).map(_one).reduceByKey(operator.add).collect())
+
+
+@dataclass
+class SparkWordcountReport:
+    lines: int
+    words: int
+    distinct_words: int
+    sparkrunner_s: float
+    pyspark_s: float
+    ratio: float
+    scaling: float
+    results_equal: bool
+    ratio_basis: str = "wall-clock seconds, median of interleaved repeats after a warm-up, same process"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data.update(data.pop("extra"))
+        return json.dumps(data)
+
+    def to_text(self) -> str:
+        lines = [
+            f"spark-wordcount: {self.lines:,} lines, {self.words:,} words ({self.distinct_words:,} distinct)",
+            f"  SparkRunner : {self.sparkrunner_s:8.3f} s  ({self.extra['master']})",
+            f"  PySpark RDD : {self.pyspark_s:8.3f} s",
+            f"  ratio       : {self.ratio:.3f}  (PySpark time / SparkRunner time; higher is better)",
+            f"  scaling     : {self.scaling:.3f}  (SparkRunner local[1] time / local[2] time)",
+            f"  results equal: {self.results_equal}",
+        ]
+        for key, value in self.extra.items():
+            if isinstance(value, float):
+                value = f"{value:,.3f}"
+            lines.append(f"  {key}: {value}")
+        return "\n".join(lines)
+
+
+def _load_average() -> float | None:
+    """The 1-minute load average: other work on the machine skews the scaling figure."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def run(lines: int = 200_000, repeat: int = 3, masters: tuple[str, ...] = MASTERS,
+        warmups: int = 2) -> SparkWordcountReport:
+    """Measure on each of ``masters`` (narrowest first); ``warmups`` passes of every job first."""
+    from ..spark import SparkRunner, datasets, session, stop
+    from ..spark._session import _active
+
+    entry = _active()  # a session that outlives the benchmark when it is not restarted
+    load_before = _load_average()
+    # A benchmark is heavy work: let the JVM use its optimising compiler (slower start-up, faster
+    # Spark-side code, which is what the PySpark side mostly runs on). JVM options are fixed by
+    # the first session of the process, so this only takes effect in a fresh process.
+    spark = session(masters[-1], fast_start=False)
+    path = datasets.corpus_path(lines, session=spark)
+    seconds: dict[str, dict[str, float]] = {}
+    partitions: dict[str, int] = {}
+    results: list[dict[str, int]] = []
+    try:
+        for _ in range(warmups):  # warm the JVM up before any master is measured (its JIT outlives restarts)
+            SparkRunner(spark).run(sparkrunner_pipeline(path))
+            SparkRunner(spark).run(sparkrunner_pipeline(path, engine="spark"))
+            pyspark_wordcount(spark, path)
+        for master in masters:
+            spark = session(master, fast_start=False)
+            runner = SparkRunner(spark)
+            job = sparkrunner_pipeline(path)
+            via_dataframe = sparkrunner_pipeline(path, engine="spark")
+            partitions[master] = spark.read.parquet(path).rdd.getNumPartitions()
+            fns = {
+                "sparkrunner": lambda runner=runner, job=job: dict(runner.run(job)),
+                "pyspark": lambda spark=spark: pyspark_wordcount(spark, path),
+            }
+            if master == masters[-1]:
+                fns["sparkrunner_dataframe_source"] = lambda runner=runner, job=via_dataframe: dict(runner.run(job))
+            for fn in fns.values():  # warm-up: start the Python workers, compile the query shapes
+                fn()
+            timings = interleaved(fns, repeat)
+            seconds[master] = {name: t.wall_s for name, t in timings.items()}
+            results += [t.result for t in timings.values()]
+    finally:
+        if _active() is not entry:
+            stop()
+    widest, narrowest = masters[-1], masters[0]
+    reference = results[0]
+    equal = all(r == reference for r in results)
+    runner_s, pyspark_s = seconds[widest]["sparkrunner"], seconds[widest]["pyspark"]
+    extra: dict[str, Any] = {"master": widest, "repeat": repeat, "corpus": path, "cpus": os.cpu_count(),
+                             "load_average_before": load_before, "load_average_after": _load_average()}
+    for master in masters:
+        extra[f"sparkrunner_{master}_s"] = seconds[master]["sparkrunner"]
+        extra[f"pyspark_{master}_s"] = seconds[master]["pyspark"]
+        extra[f"partitions_{master}"] = partitions[master]
+    extra["pyspark_scaling"] = seconds[narrowest]["pyspark"] / seconds[widest]["pyspark"]
+    extra["sparkrunner_dataframe_source_s"] = seconds[widest]["sparkrunner_dataframe_source"]
+    return SparkWordcountReport(
+        lines=lines,
+        words=sum(reference.values()),
+        distinct_words=len(reference),
+        sparkrunner_s=runner_s,
+        pyspark_s=pyspark_s,
+        ratio=pyspark_s / runner_s,
+        scaling=seconds[narrowest]["sparkrunner"] / runner_s,
+        results_equal=equal,
+        extra=extra,
+    )

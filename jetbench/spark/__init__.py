@@ -1,0 +1,24 @@
+"""jetbench on Apache Spark: an embedded local session, Spark-backed sources, sinks and
+datasets, and `SparkRunner`, which runs jetbench DAGs and Pipelines as Spark jobs.
+
+Everything here imports pyspark; nothing outside ``jetbench.spark`` does.
+
+    import jetbench
+    from jetbench import Pipeline, aggregate, sinks
+    from jetbench.spark import datasets, session, sources
+
+    spark = session()                      # the active session, or an embedded local one
+    p = Pipeline()
+    (p.read_from(sources.dataframe(datasets.corpus(10_000), columns=["line"], as_="value"))
+        .flat_map(str.split).group_by(str.lower).aggregate(aggregate.counting)
+        .write_to(sinks.collect()))
+    jetbench.run(p)                        # on the local cooperative executor
+    jetbench.run(p, runner="spark")        # the same job as Spark stages
+"""
+
+from . import datasets, sinks, sources
+from ._hash import stable_hash
+from ._session import cache_dir, session, stop
+from .runner import SparkRunner
+
+__all__ = ["SparkRunner", "cache_dir", "datasets", "session", "sinks", "sources", "stable_hash", "stop"]

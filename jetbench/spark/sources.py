@@ -1,0 +1,388 @@
+"""Spark-backed pipeline sources: a DataFrame, a table or parquet files, read as jetbench items.
+
+``dataframe(df)`` is a *partitioned, non-cooperative* source: the vertex's instances share the
+DataFrame's Spark partitions (instance k of n reads the k-th contiguous slice), each on its
+own thread, so the blocking Spark calls never run on a cooperative worker. Data moves as Arrow
+record batches: ``mapInArrow`` turns every batch into Arrow IPC bytes inside Spark; the source
+fetches its partitions in groups (as many as the session has cores, computed in parallel, the
+next group fetched while this one is decoded) and decodes the batches into items, in the
+partitions' order.
+
+``parquet(path)`` reads the files' row groups with pyarrow directly (no JVM in the way): the
+row groups are the partitions, split over the instances the same way. ``engine="spark"`` reads
+them through ``spark.read.parquet`` as a DataFrame instead.
+
+``replay=rate_per_s`` loads the whole DataFrame first (when the source is made, so loading is
+never inside a timed run), then emits its items on the wall clock at that rate, each stamped
+with its creation time: a timestamped, cooperative source for idle-CPU experiments.
+
+Under `jetbench.spark.SparkRunner` these sources are not fetched to the driver at all: the
+DataFrame's Spark partitions (or the parquet row groups) feed the first stage directly.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..core.errors import JetbenchError
+from ..pipeline.connectors import Source
+from ..processors._emit import EmittingProcessor
+from ..processors.connectors import GeneratorP
+from ._arrow import IPC_SCHEMA, ArrowDecoder, batches_to_ipc, item_kind
+
+__all__ = ["DataFrameSource", "ParquetSource", "ReplaySource", "dataframe", "parquet", "replay", "table"]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Emit loaded items at ``rate_per_s`` (over all instances), timestamped at creation."""
+
+    rate_per_s: float
+
+    def __post_init__(self) -> None:
+        rate = self.rate_per_s
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < float("inf"):
+            raise JetbenchError(f"replay: rate_per_s must be a finite number > 0, got {rate!r}")
+
+
+def replay(rate_per_s: float) -> Replay:
+    """The ``replay=`` option of `dataframe`: ``dataframe(df, replay=replay(10_000))``."""
+    return Replay(rate_per_s)
+
+
+def _first(row: Any) -> Any:
+    return row[0]
+
+
+class IpcReader:
+    """Task side of a DataFrame source: a record is one Arrow IPC blob -> lists of items."""
+
+    def __init__(self, decoder: ArrowDecoder):
+        self.decoder = decoder
+
+    def read(self, blob: bytes) -> Iterator[list]:
+        for batch in pa.ipc.open_stream(blob):
+            yield self.decoder.decode(batch)
+
+
+class SplitReader:
+    """Task side of a parquet source: a record is a list of row-group fragments -> lists of items."""
+
+    def __init__(self, decoder: ArrowDecoder, schema: pa.Schema, batch_size: int):
+        self.decoder = decoder
+        self.schema = schema
+        self.batch_size = batch_size
+
+    def read(self, splits: list) -> Iterator[list]:
+        columns = list(self.decoder.names)
+        for split in splits:
+            for batch in split.to_batches(schema=self.schema, columns=columns, batch_size=self.batch_size):
+                if batch.num_rows:
+                    yield self.decoder.decode(batch)
+
+
+def _identity(iterator: Any) -> Any:
+    return iterator
+
+
+class DataFrameSource:
+    """Supplier of `ArrowSourceP` over one DataFrame (also usable as a DAG vertex supplier).
+
+    Holds the DataFrame and, once first needed, the RDD of Arrow IPC blobs all instances read
+    from, so they agree on the partitions. It is not picklable: `SparkRunner` reads the
+    DataFrame inside Spark instead of shipping the supplier.
+    """
+
+    #: Items per ``complete()`` call at most (a decoded batch is emitted in slices of this).
+    chunk = 1 << 16
+
+    def __init__(self, df: Any, columns: Sequence[Any] | None = None, as_: Any = dict,
+                 timestamp: str | None = None):
+        if columns is not None:
+            if isinstance(columns, str):
+                columns = [columns]
+            df = df.select(*columns)
+        names = tuple(df.columns)
+        if timestamp is not None and timestamp not in names:
+            raise JetbenchError(f"dataframe source: timestamp column {timestamp!r} is not among the columns {list(names)}")
+        self.df = df
+        self.decoder = ArrowDecoder(names, item_kind(as_, names), timestamp)
+        self._lock = threading.Lock()
+        self._rdd: Any = None
+        self._partitions: int | None = None
+
+    @property
+    def timestamped(self) -> bool:
+        return self.decoder.timestamp is not None
+
+    def ipc_rdd(self) -> Any:
+        """An RDD with one Arrow IPC stream (bytes) per record batch, in partition order."""
+        with self._lock:
+            if self._rdd is None:
+                self._rdd = self.df.mapInArrow(batches_to_ipc, IPC_SCHEMA).rdd.map(_first)
+                self._partitions = self._rdd.getNumPartitions()
+            return self._rdd
+
+    @property
+    def num_partitions(self) -> int:
+        self.ipc_rdd()
+        return self._partitions
+
+    def fetch(self, partitions: list[int]) -> list[bytes]:
+        """The IPC blobs of some Spark partitions, in order (one Spark job, computing them in parallel)."""
+        rdd = self.ipc_rdd()
+        return rdd.context.runJob(rdd, _identity, partitions)
+
+    @property
+    def reader(self) -> IpcReader:
+        return IpcReader(self.decoder)
+
+    def spark_input(self, sc: Any, default_partitions: int) -> Any:
+        """SparkRunner: the RDD whose records `reader` turns into items (one blob per batch)."""
+        return self.ipc_rdd()
+
+    def part_count(self) -> int:
+        return self.num_partitions
+
+    def read(self, parts: list[int]) -> Iterator[list]:
+        """Lists of items of the Spark partitions ``parts``, in order. Partitions are fetched as
+        many at a time as the session has cores, the next group while this one is decoded."""
+        if not parts:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        size = max(1, self.df.sparkSession.sparkContext.defaultParallelism)
+        groups = [parts[i:i + size] for i in range(0, len(parts), size)]
+        pool = ThreadPoolExecutor(1, thread_name_prefix="spark-source-prefetch")
+        try:
+            future = pool.submit(self.fetch, groups[0])
+            for i in range(len(groups)):
+                blobs = future.result()
+                if i + 1 < len(groups):
+                    future = pool.submit(self.fetch, groups[i + 1])
+                for blob in blobs:
+                    for batch in pa.ipc.open_stream(blob):
+                        yield self.decoder.decode(batch)
+                del blobs
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def __call__(self) -> ArrowSourceP:
+        return ArrowSourceP(self)
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a jetbench.spark DataFrame source holds a DataFrame and cannot be pickled; "
+            "SparkRunner reads the DataFrame inside Spark instead"
+        )
+
+    def __repr__(self) -> str:
+        return f"dataframe_source({list(self.decoder.names)}, as_={self.decoder.kind!r})"
+
+
+class ArrowSourceP(EmittingProcessor):
+    """Reads its contiguous slice of the supplier's parts (Spark partitions or parquet row
+    groups) in order, one Arrow batch at a time, and emits the items. Non-cooperative: the
+    reads block (Spark jobs, or file I/O)."""
+
+    is_cooperative = False
+
+    def __init__(self, supplier: Any):
+        self.supplier = supplier
+        self._lists: Iterator[list] = iter(())
+        self._items: list = []
+        self._pos = 0
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        total = self.supplier.part_count()
+        k, n = context.global_index, context.total_parallelism
+        self._lists = self.supplier.read(list(range(k * total // n, (k + 1) * total // n)))
+
+    def complete(self) -> bool:
+        emitter = self._emitter
+        if not emitter.flush():
+            return False
+        while self._pos >= len(self._items):
+            items = next(self._lists, None)
+            if items is None:
+                return True
+            self._items, self._pos = items, 0
+        end = min(len(self._items), self._pos + self.supplier.chunk)
+        chunk = self._items[self._pos:end] if self._pos or end < len(self._items) else self._items
+        self._pos = end
+        emitter.emit(chunk)
+        return False
+
+    def close(self) -> None:
+        close = getattr(self._lists, "close", None)
+        if close is not None:
+            close()
+
+
+#: The processor of `DataFrameSource` (kept under its own name for readers of the DAG).
+DataFrameSourceP = ArrowSourceP
+
+
+class ParquetSource:
+    """Supplier of `ArrowSourceP` over parquet files read with pyarrow (also a DAG vertex supplier).
+
+    The partitions are the row groups of the files under ``path`` (sorted by file path; hive
+    ``key=value`` directories add their columns). Picklable: under SparkRunner the row groups
+    are read inside the Spark tasks.
+    """
+
+    chunk = 1 << 16
+    batch_size = 1 << 16
+
+    def __init__(self, path: str, columns: Sequence[str] | None = None, as_: Any = dict, timestamp: str | None = None):
+        import pyarrow.dataset as pads
+
+        self.path = path
+        try:
+            dataset = pads.dataset(path, format="parquet", partitioning="hive")
+        except (OSError, ValueError) as exc:
+            raise JetbenchError(f"parquet source: cannot read {path!r}: {exc}") from exc
+        self.schema = dataset.schema
+        if isinstance(columns, str):
+            columns = [columns]
+        names = tuple(columns) if columns is not None else tuple(self.schema.names)
+        missing = [c for c in names if c not in self.schema.names]
+        if missing:
+            raise JetbenchError(f"parquet source: no column {missing[0]!r} in {path!r} (columns: {self.schema.names})")
+        if timestamp is not None and timestamp not in names:
+            raise JetbenchError(f"parquet source: timestamp column {timestamp!r} is not among the columns {list(names)}")
+        fragments = sorted(dataset.get_fragments(), key=lambda f: f.path)
+        self.splits = [rg for f in fragments for rg in f.split_by_row_group()]
+        self.decoder = ArrowDecoder(names, item_kind(as_, names), timestamp)
+
+    @property
+    def timestamped(self) -> bool:
+        return self.decoder.timestamp is not None
+
+    @property
+    def reader(self) -> SplitReader:
+        return SplitReader(self.decoder, self.schema, self.batch_size)
+
+    def part_count(self) -> int:
+        return len(self.splits)
+
+    def read(self, parts: list[int]) -> Iterator[list]:
+        """Lists of items of the row groups ``parts``, in order."""
+        return self.reader.read([self.splits[p] for p in parts])
+
+    def spark_input(self, sc: Any, default_partitions: int) -> Any:
+        """SparkRunner: one record per Spark partition, the list of row groups it reads
+        (contiguous, ``min(row groups, default_partitions)`` partitions)."""
+        s = len(self.splits)
+        n = max(1, min(s, default_partitions))
+        return sc.parallelize([self.splits[p * s // n:(p + 1) * s // n] for p in range(n)], n)
+
+    def __call__(self) -> ArrowSourceP:
+        return ArrowSourceP(self)
+
+    def __repr__(self) -> str:
+        return f"parquet_source({self.path!r}, {len(self.splits)} row groups, as_={self.decoder.kind!r})"
+
+
+class ReplaySource:
+    """Supplier of a `GeneratorP` over loaded items: item s is due ``s / rate_per_s`` seconds
+    after the job starts and is emitted as ``(creation time in ms, item)``."""
+
+    def __init__(self, items: list, rate_per_s: float):
+        self.items = items
+        self.rate_per_s = rate_per_s
+
+    def __call__(self) -> GeneratorP:
+        return GeneratorP(self.rate_per_s, self.items.__getitem__, timestamped=True, count=len(self.items))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __repr__(self) -> str:
+        return f"replay({len(self.items)} items at {self.rate_per_s:g}/s)"
+
+
+def dataframe(
+    df: Any,
+    columns: Sequence[Any] | None = None,
+    as_: Any = dict,
+    replay: float | Replay | None = None,
+    *,
+    timestamp: str | None = None,
+    allowed_lag: float = 0,
+    name: str = "spark.dataframe",
+    local_parallelism: int | None = None,
+) -> Source:
+    """A source reading ``df`` (optionally only ``columns``) as items.
+
+    ``as_``: ``dict`` (column -> value), ``tuple``, ``"row"`` (pyspark ``Row``) or ``"value"``
+    (the value of a single column). ``timestamp``: a column giving each item's event time (ms,
+    or a timestamp/date column), which makes a timestamped source (items ``(ts, item)``,
+    watermarks trailing by ``allowed_lag`` ms). ``replay``: a rate (items/s) or `replay`
+    object: load now, emit later at that rate with creation timestamps (see the module doc).
+    """
+    supplier = DataFrameSource(df, columns, as_, timestamp)
+    if replay is None:
+        return Source(name, supplier, local_parallelism=local_parallelism,
+                      timestamped=supplier.timestamped, allowed_lag=allowed_lag)
+    return _replay_source(supplier.decoder, supplier.df.toArrow(), replay, timestamp, name, local_parallelism,
+                          allowed_lag)
+
+
+def _load_parquet(supplier: ParquetSource) -> pa.Table:
+    batches = [b for split in supplier.splits
+               for b in split.to_batches(schema=supplier.schema, columns=list(supplier.decoder.names))]
+    return pa.Table.from_batches(batches, schema=pa.schema([supplier.schema.field(n) for n in supplier.decoder.names]))
+
+
+def _replay_source(decoder: ArrowDecoder, table: pa.Table, replay: float | Replay, timestamp: str | None, name: str,
+                   local_parallelism: int | None, allowed_lag: float) -> Source:
+    if timestamp is not None:
+        raise JetbenchError(f"{name}: replay emits creation timestamps; leave timestamp=None")
+    if not isinstance(replay, Replay):
+        replay = Replay(replay)
+    items = decoder.decode_table(table)
+    return Source(f"{name}-replay", ReplaySource(items, replay.rate_per_s), local_parallelism=local_parallelism,
+                  timestamped=True, allowed_lag=allowed_lag)
+
+
+def table(name: str, columns: Sequence[Any] | None = None, as_: Any = dict, replay: float | Replay | None = None,
+          **options: Any) -> Source:
+    """The Spark table ``name`` (of `jetbench.spark.session`) as a source; see `dataframe`."""
+    from ._session import session
+
+    options.setdefault("name", f"spark.table({name})")
+    return dataframe(session().table(name), columns, as_, replay, **options)
+
+
+def parquet(path: str | os.PathLike, columns: Sequence[Any] | None = None, as_: Any = dict,
+            replay: float | Replay | None = None, *, engine: str = "arrow", timestamp: str | None = None,
+            allowed_lag: float = 0, name: str | None = None, local_parallelism: int | None = None) -> Source:
+    """The parquet file or directory at ``path`` as a source (options as in `dataframe`).
+
+    ``engine="arrow"`` (default) reads the row groups with pyarrow, in this process on the
+    local executor and inside the Spark tasks under SparkRunner; ``engine="spark"`` reads
+    ``spark.read.parquet(path)`` as a DataFrame source.
+    """
+    path = os.fspath(path)
+    name = name or f"spark.parquet({os.path.basename(path.rstrip('/')) or path})"
+    options = {"timestamp": timestamp, "allowed_lag": allowed_lag, "name": name, "local_parallelism": local_parallelism}
+    if engine == "spark":
+        from ._session import session
+
+        return dataframe(session().read.parquet(path), columns, as_, replay, **options)
+    if engine != "arrow":
+        raise JetbenchError(f"parquet source: engine must be 'arrow' or 'spark', got {engine!r}")
+    supplier = ParquetSource(path, columns, as_, timestamp)
+    if replay is None:
+        return Source(name, supplier, local_parallelism=local_parallelism, timestamped=supplier.timestamped,
+                      allowed_lag=allowed_lag)
+    return _replay_source(supplier.decoder, _load_parquet(supplier), replay, timestamp, name, local_parallelism,
+                          allowed_lag)

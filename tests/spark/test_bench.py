@@ -1,0 +1,40 @@
+"""``jetbench bench spark-wordcount``: SparkRunner against hand-written PySpark."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from jetbench import cli
+from jetbench.bench import spark_wordcount
+from jetbench.bench.spark_wordcount import pyspark_wordcount, sparkrunner_pipeline
+from jetbench.spark import datasets
+
+
+def test_both_sides_count_the_same_words(runner, spark):
+    path = datasets.corpus_path(3000)
+    assert dict(runner.run(sparkrunner_pipeline(path))) == pyspark_wordcount(spark, path)
+    assert dict(runner.run(sparkrunner_pipeline(path, engine="spark"))) == pyspark_wordcount(spark, path)
+
+
+def test_the_command_line_has_the_subcommand():
+    args = cli.build_parser().parse_args(["bench", "spark-wordcount", "--lines", "1000", "--json"])
+    assert args.name == "spark-wordcount" and args.lines == 1000 and args.json
+
+
+@pytest.mark.slow
+def test_bench_command_prints_json(spark, monkeypatch, capsys):
+    """The command end to end on the test session (local[2] only: the real command also
+    restarts the session on local[1], which would end the shared test session)."""
+    monkeypatch.setattr(spark_wordcount, "run",
+                        functools.partial(spark_wordcount.run, masters=("local[2]",), warmups=0))
+    assert cli.main(["bench", "spark-wordcount", "--lines", "3000", "--repeat", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["results_equal"] is True
+    for key in ("sparkrunner_s", "pyspark_s", "ratio", "scaling", "sparkrunner_dataframe_source_s"):
+        assert report[key] > 0
+    assert report["ratio"] == pytest.approx(report["pyspark_s"] / report["sparkrunner_s"])
+    assert report["words"] > 10_000
+    assert spark.sparkContext._jsc is not None  # the shared session survived
