@@ -151,10 +151,15 @@ class TimerIdler(BackoffIdler):
         earliest = _earliest_wake(tasklets)
         if earliest is not None and earliest > 0.0:
             floor_s = self.config._min_ns / 1e9
+            now = self._clock()
             tick = self._last_deadline + floor_s
-            if tick < self._clock():  # fell behind: the next tick counts from now
-                tick = self._clock() + floor_s
+            if tick < now:  # fell behind: the next tick counts from now
+                tick = now + floor_s
             self._park_until(max(earliest, tick))
+            if earliest > now:
+                # Anchor the next tick on the work's own due time, so the tick snaps onto due
+                # times instead of locking at an arbitrary phase behind them.
+                self._last_deadline = min(self._last_deadline, earliest)
 
     def _park_until(self, deadline: float) -> None:
         max_ns = self.config._max_ns

@@ -1,6 +1,6 @@
 """One point of the idle sweep, run in a fresh process for clean CPU accounting.
 
-    python -m jetbench.experiments.point '{"rate": 1000, "min_idle_us": 25, "strategy": "backoff"}'
+    python -m jetbench.experiments '{"rate": 1000, "min_idle_us": 25, "strategy": "backoff"}'
 
 prints one JSON row. Measurements cover only the steady window after ``warmup`` seconds.
 """

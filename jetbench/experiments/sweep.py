@@ -43,10 +43,10 @@ def sweep_points(rates: Iterable[float], min_idle_us: Iterable[float], strategie
 
 
 def run_in_subprocess(params: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-    """Run one point via ``python -m jetbench.experiments.point`` and return its row."""
+    """Run one point via ``python -m jetbench.experiments`` and return its row."""
     timeout = timeout or 60 + 3 * (params.get("seconds", 10) + params.get("warmup", 2))
     done = subprocess.run(
-        [sys.executable, "-m", "jetbench.experiments.point", json.dumps(params)],
+        [sys.executable, "-m", "jetbench.experiments", json.dumps(params)],
         capture_output=True, text=True, timeout=timeout, check=False,
     )
     if done.returncode != 0:
