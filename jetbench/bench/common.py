@@ -55,8 +55,23 @@ def interleaved(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, Tim
     return {name: sorted(ts, key=lambda t: t.wall_s)[len(ts) // 2] for name, ts in runs.items()}
 
 
+class ReportFormat:
+    """For report dataclasses with an ``extra`` dict: flat JSON, and the extra lines of text."""
+
+    extra: dict[str, Any]
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data.update(data.pop("extra"))
+        return json.dumps(data)
+
+    def extra_lines(self) -> list[str]:
+        return [f"  {key}: {value:,.3f}" if isinstance(value, float) else f"  {key}: {value}"
+                for key, value in self.extra.items()]
+
+
 @dataclass
-class BenchReport:
+class BenchReport(ReportFormat):
     """What every benchmark prints; ``ratio`` = jetbench items/s over the plain loop's (wall clock)."""
 
     benchmark: str
@@ -74,11 +89,6 @@ class BenchReport:
         base = items / baseline.wall_s
         return cls(benchmark, items, jet, base, jet / base, equal, extra=extra)
 
-    def to_json(self) -> str:
-        data = asdict(self)
-        data.update(data.pop("extra"))
-        return json.dumps(data)
-
     def to_text(self) -> str:
         lines = [
             f"{self.benchmark}: {self.items:,} items",
@@ -87,11 +97,7 @@ class BenchReport:
             f"  ratio    : {self.ratio:.3f}  ({self.ratio_basis})",
             f"  results equal: {self.results_equal}",
         ]
-        for key, value in self.extra.items():
-            if isinstance(value, float):
-                value = f"{value:,.3f}"
-            lines.append(f"  {key}: {value}")
-        return "\n".join(lines)
+        return "\n".join(lines + self.extra_lines())
 
 
 def median(values: list[float]) -> float:

@@ -20,32 +20,23 @@ SparkRunner time through the DataFrame path (``parquet(..., engine="spark")``: `
 
 from __future__ import annotations
 
-import json
 import operator
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..examples import non_empty, tokenize, word_key
-from .common import interleaved
+from ..examples import non_empty, tokenize
+from .common import ReportFormat, interleaved
 
 MASTERS = ("local[1]", "local[2]")
 
 
 def sparkrunner_pipeline(path: str, engine: str = "arrow") -> Any:
-    """The jetbench job: parquet lines -> tokenize -> count per word (two-stage) -> collect."""
-    from .. import aggregate, sinks
-    from ..pipeline import Pipeline
+    """Seed 002's word count (`wordcount_pipeline`) reading the parquet corpus."""
+    from ..pipeline.examples import wordcount_pipeline
     from ..spark import sources
 
-    p = Pipeline()
-    (p.read_from(sources.parquet(path, columns=["line"], as_="value", engine=engine))
-        .flat_map(tokenize)
-        .filter(non_empty)
-        .group_by(word_key)
-        .aggregate(aggregate.counting)
-        .write_to(sinks.collect()))
-    return p
+    return wordcount_pipeline(sources.parquet(path, columns=["line"], as_="value", engine=engine))
 
 
 def _line_words(row: Any) -> list[str]:
@@ -63,7 +54,7 @@ def pyspark_wordcount(spark: Any, path: str) -> dict[str, int]:
 
 
 @dataclass
-class SparkWordcountReport:
+class SparkWordcountReport(ReportFormat):
     lines: int
     words: int
     distinct_words: int
@@ -75,11 +66,6 @@ class SparkWordcountReport:
     ratio_basis: str = "wall-clock seconds, median of interleaved repeats after a warm-up, same process"
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> str:
-        data = asdict(self)
-        data.update(data.pop("extra"))
-        return json.dumps(data)
-
     def to_text(self) -> str:
         lines = [
             f"spark-wordcount: {self.lines:,} lines, {self.words:,} words ({self.distinct_words:,} distinct)",
@@ -89,11 +75,7 @@ class SparkWordcountReport:
             f"  scaling     : {self.scaling:.3f}  (SparkRunner local[1] time / local[2] time)",
             f"  results equal: {self.results_equal}",
         ]
-        for key, value in self.extra.items():
-            if isinstance(value, float):
-                value = f"{value:,.3f}"
-            lines.append(f"  {key}: {value}")
-        return "\n".join(lines)
+        return "\n".join(lines + self.extra_lines())
 
 
 def _load_average() -> float | None:

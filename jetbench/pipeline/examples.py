@@ -16,10 +16,10 @@ from ..window import tumbling
 from .stages import Pipeline
 
 
-def wordcount_pipeline(lines: Iterable[str]) -> Pipeline:
-    """Seed 002's word count: lines -> words -> count per word."""
+def wordcount_pipeline(lines: Iterable[str] | sources.Source) -> Pipeline:
+    """Seed 002's word count: lines (an iterable, or a `Source` of lines) -> count per word."""
     p = Pipeline()
-    (p.read_from(sources.items(lines))
+    (p.read_from(lines if isinstance(lines, sources.Source) else sources.items(lines))
         .flat_map(tokenize)
         .filter(non_empty)
         .group_by(word_key)
