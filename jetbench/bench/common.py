@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import json
-import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -98,7 +97,3 @@ class BenchReport(ReportFormat):
             f"  results equal: {self.results_equal}",
         ]
         return "\n".join(lines + self.extra_lines())
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
