@@ -344,17 +344,20 @@ def test_cancel_with_slow_non_cooperative_sink(service):
     _all_closed_once(lifecycle, {"source": 1, "sink": 2})
 
 
+class BlockingEndless(Tracked):
+    """A non-cooperative source offering forever through its blocking outbox."""
+
+    is_cooperative = False
+
+    def complete(self):
+        i = 0
+        while True:
+            self.outbox.offer(i)
+            i += 1
+
+
 def test_cancel_blocking_source_stuck_on_full_queue(service):
     lifecycle = Lifecycle()
-
-    class BlockingEndless(Tracked):
-        is_cooperative = False
-
-        def complete(self):
-            i = 0
-            while True:
-                self.outbox.offer(i)
-                i += 1
 
     sinks = Supplier(lambda: RecordingSink(max_per_call=1, sleep_s=0.001, lifecycle=lifecycle))
     dag = linear_dag(lambda: BlockingEndless(lifecycle), sinks, 1, 1, lambda e: e.queue_size(4))
@@ -366,15 +369,6 @@ def test_cancel_blocking_source_stuck_on_full_queue(service):
 def test_cancel_blocking_source_with_fast_consumer(service):
     """A non-cooperative source whose blocking outbox always finds room soon must still stop."""
     lifecycle = Lifecycle()
-
-    class BlockingEndless(Tracked):
-        is_cooperative = False
-
-        def complete(self):
-            i = 0
-            while True:
-                self.outbox.offer(i)
-                i += 1
 
     dag = linear_dag(
         lambda: BlockingEndless(lifecycle), lambda: RecordingSink(lifecycle=lifecycle), 1, 1
