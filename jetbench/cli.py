@@ -1,10 +1,12 @@
 """The ``jetbench`` command line: the word-count demo and the benchmarks.
 
-    jetbench demo [--lines N] [--threads N] [--top N]
+    jetbench demo [--lines N] [--threads N] [--top N] [--source python|spark]
     jetbench bench wordcount [--lines N] [--pipeline] [--json]
     jetbench bench chain [--items N] [--fused] [--json]
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
     jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
+    jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
+    jetbench lab [--dir DIR] [--port N] [--no-browser] [jupyter lab options...]
 """
 
 from __future__ import annotations
@@ -12,19 +14,34 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
+
+
+def _demo_job(args: argparse.Namespace) -> tuple[Any, str]:
+    """The word-count DAG over the corpus (made in Python, or served by an embedded local Spark)."""
+    if args.source == "spark":
+        from .pipeline.examples import wordcount_pipeline
+        from .spark import datasets, session, sources
+
+        spark = session()
+        corpus_df = datasets.corpus(args.lines)
+        where = f"served by Spark ({spark.sparkContext.master}, embedded, {corpus_df.rdd.getNumPartitions()} partitions)"
+        return wordcount_pipeline(sources.dataframe(corpus_df, columns=["line"], as_="value")).to_dag(), where
+    from .datasets import corpus
+    from .examples import wordcount_dag
+
+    return wordcount_dag(corpus(args.lines)), "generated in Python"
 
 
 def _demo(args: argparse.Namespace) -> int:
     from .core import ExecutionService
-    from .datasets import corpus
-    from .examples import wordcount_dag
 
-    print(f"jetbench demo: word count (seed 002) over {args.lines:,} generated lines, "
-          f"{args.threads} cooperative thread(s)")
-    lines = corpus(args.lines)
+    print(f"jetbench demo: word count (seed 002) over {args.lines:,} lines, {args.threads} cooperative thread(s)")
+    dag, where = _demo_job(args)
+    print(f"corpus {where}")
     service = ExecutionService(cooperative_threads=args.threads)
     started = time.perf_counter()
-    job = service.submit(wordcount_dag(lines), name="wordcount")
+    job = service.submit(dag, name="wordcount")
     counts = job.join()
     elapsed = time.perf_counter() - started
     words = sum(c for _, c in counts)
@@ -35,6 +52,10 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"  {word:<16}{count:>10,}")
     print("\nper-tasklet metrics:")
     print(job.metrics().table())
+    if args.source == "spark":
+        from .spark import stop
+
+        stop()
     return 0
 
 
@@ -100,6 +121,15 @@ def _idle_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lab(args: argparse.Namespace, extra: list[str]) -> int:
+    from pathlib import Path
+
+    from .lab import run_lab
+
+    return run_lab(Path(args.dir) if args.dir else None, port=args.port, open_browser=not args.no_browser,
+                   token=args.token, extra=extra)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jetbench", description="Dataflow DAGs on a cooperative executor.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--lines", type=int, default=200_000, help="corpus lines to generate (default 200000)")
     demo.add_argument("--threads", type=int, default=1, help="cooperative threads (default 1)")
     demo.add_argument("--top", type=int, default=10, help="how many top words to print")
+    demo.add_argument("--source", choices=["python", "spark"], default="python",
+                      help="make the corpus in Python, or have an embedded local Spark serve it (default python)")
 
     bench = sub.add_parser("bench", help="benchmarks against a plain-Python baseline")
     bench.add_argument("name", choices=["wordcount", "chain", "dashboard", "spark-wordcount"])
@@ -134,11 +166,23 @@ def build_parser() -> argparse.ArgumentParser:
     idle.add_argument("--csv", help="where to write the CSV (default ~/.cache/jetbench/experiments/)")
     idle.add_argument("--plots", help="a directory to save the figures in as PNG")
     idle.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    lab = sub.add_parser("lab", help="JupyterLab on 127.0.0.1 with the notebooks, 01-getting-started open",
+                         epilog="Other options are passed to `jupyter lab` unchanged.")
+    lab.add_argument("--dir", help="the notebook folder (default: the checkout's notebooks/)")
+    lab.add_argument("--port", type=int, help="port to listen on (default: JupyterLab's, 8888 or the next free)")
+    lab.add_argument("--token", help="the login token (default: a random one, printed in the URL)")
+    lab.add_argument("--no-browser", action="store_true", help="do not open a web browser")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "lab":
+        return _lab(args, extra)
     if args.command == "version":
         from . import __version__
 

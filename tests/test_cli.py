@@ -46,3 +46,72 @@ def test_bench_rejects_unknown_name():
     done = subprocess.run([sys.executable, "-m", "jetbench", "bench", "nope"], capture_output=True, text=True)
     assert done.returncode == 2
     assert "invalid choice" in done.stderr
+
+
+@pytest.mark.slow
+def test_demo_on_a_corpus_served_by_embedded_spark():
+    out = jetbench("demo", "--source", "spark", "--lines", "2000", "--top", "3")
+    assert "corpus served by Spark (local[" in out
+    assert "top 3 words:" in out
+    assert "spark.dataframe#0" in out
+
+
+def test_unknown_arguments_are_refused_outside_lab():
+    done = subprocess.run([sys.executable, "-m", "jetbench", "demo", "--bogus"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2
+    assert "unrecognized arguments: --bogus" in done.stderr
+
+
+@pytest.mark.timeout(120)
+def test_lab_serves_the_notebooks_on_loopback_with_01_open(tmp_path):
+    import os
+    import signal
+    import socket
+    import time
+    import urllib.error
+    import urllib.request
+
+    import psutil
+
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    (notebooks / "01-getting-started.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    env = dict(os.environ)
+    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR", "JUPYTERLAB_WORKSPACES_DIR"):
+        env[var] = str(tmp_path / var.lower())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = (tmp_path / "lab.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetbench", "lab", "--dir", str(notebooks), "--port", str(port), "--token", "t0k",
+         "--no-browser", "--LabApp.news_url=None"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "lab.log").read_text()
+            try:
+                urllib.request.build_opener(NoRedirect).open(f"http://127.0.0.1:{port}/?token=t0k", timeout=2)
+            except urllib.error.HTTPError as redirect:
+                location = redirect.headers["Location"]
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "lab.log").read_text()
+                time.sleep(0.3)
+        assert location.split("?")[0].endswith("/lab/tree/01-getting-started.ipynb")
+        server = psutil.Process(proc.pid)
+        listening = [c.laddr for p in (server, *server.children(recursive=True))
+                     for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+        assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+        log.close()
