@@ -12,10 +12,11 @@ if TYPE_CHECKING:
 
 
 def metrics_frame(source: MetricsSampler | JobMetrics | list[dict[str, Any]], kind: str = "tasklet") -> pd.DataFrame:
-    """A DataFrame of tasklet (``kind="tasklet"``) or worker (``kind="worker"``) statistics.
+    """A DataFrame of tasklet (``kind="tasklet"``), worker (``kind="worker"``) or per-edge queue
+    (``kind="queue"``: edge, source, destination, ordinal, size, capacity, fill) statistics.
 
-    ``source`` is a `MetricsSampler` (one row per tasklet per sample, with the sample time
-    ``t``), its ``records``, or a single `JobMetrics` snapshot.
+    ``source`` is a `MetricsSampler` (one row per tasklet, worker or edge per sample, with the
+    sample time ``t``), its ``records``, or a single `JobMetrics` snapshot.
 
     >>> from jetbench import run, ExecutionService
     >>> from jetbench.examples import wordcount_dag
@@ -26,8 +27,11 @@ def metrics_frame(source: MetricsSampler | JobMetrics | list[dict[str, Any]], ki
     """
     import pandas as pd
 
+    if kind not in ("tasklet", "worker", "queue"):
+        raise ValueError(f"kind must be 'tasklet', 'worker' or 'queue', got {kind!r}")
     if hasattr(source, "tasklets") and hasattr(source, "workers"):
-        rows = [asdict(x) for x in (source.tasklets if kind == "tasklet" else source.workers)]
+        stats = source.by_edge() if kind == "queue" else getattr(source, kind + "s")
+        rows = [asdict(x) for x in stats]
         return pd.DataFrame(rows)
     records = source.records if hasattr(source, "records") else source
     rows = [{k: v for k, v in r.items() if k != "kind"} for r in records if r.get("kind") == kind]

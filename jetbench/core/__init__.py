@@ -18,7 +18,13 @@ from .idle import BackoffIdler, IdleConfig
 from .inbox import Inbox
 from .items import DONE, IDLE_MESSAGE, Watermark
 from .job import Job, JobStatus
-from .metrics import JobMetrics, MetricsSampler, TaskletStatistics, WorkerStatistics
+from .metrics import (
+    JobMetrics,
+    MetricsSampler,
+    QueueStatistics,
+    TaskletStatistics,
+    WorkerStatistics,
+)
 from .outbox import Outbox
 from .processor import Processor, ProcessorContext
 
@@ -45,6 +51,7 @@ __all__ = [
     "PipelineError",
     "Processor",
     "ProcessorContext",
+    "QueueStatistics",
     "Routing",
     "RunnerError",
     "TaskletStatistics",

@@ -55,6 +55,9 @@ class Job:
         self.name = name
         self.tasklets: list[ProcessorTasklet] = []
         self.workers: list[Any] = []
+        #: the DAG's edges as ``(source vertex, destination vertex, destination ordinal)``, set
+        #: by the planner: maps a tasklet's inbound ordinal to its edge in the metrics
+        self.edges: tuple[tuple[str, str, int], ...] = ()
         self.start_time = time.monotonic()
         self.end_time: float | None = None
         self._status = JobStatus.RUNNING

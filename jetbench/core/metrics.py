@@ -35,6 +35,9 @@ class TaskletStatistics:
     max_call_ms: float
     backpressure: bool  # the last flush could not move everything: a downstream queue is full
     processor_metrics: dict = field(default_factory=dict)  # the processor's own, e.g. late events
+    #: ``(ordinal, size, capacity)`` per inbound ordinal (one DAG edge each), finished edges too;
+    #: ``queues_size``/``queues_capacity`` above cover only the streams being drained now
+    inbound_queues: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,24 @@ class WorkerStatistics:
     alive: bool
 
 
+def edge_label(source: str, destination: str, ordinal: int) -> str:
+    """How an edge is named in metrics and views: ``"tokenize → count #0"``."""
+    return f"{source} → {destination} #{ordinal}"
+
+
+@dataclass(frozen=True)
+class QueueStatistics:
+    """The queues of one DAG edge (all producer → consumer instance pairs), summed."""
+
+    edge: str  # edge_label(source, destination, ordinal)
+    source: str  # "" when the snapshot does not know the edge's source
+    destination: str
+    ordinal: int  # the destination's inbound ordinal
+    size: int
+    capacity: int
+    fill: float  # size / capacity, 0.0 without a queue
+
+
 @dataclass(frozen=True)
 class JobMetrics:
     """A snapshot of a job's counters at ``elapsed_s`` after submission."""
@@ -58,6 +79,8 @@ class JobMetrics:
     elapsed_s: float
     tasklets: tuple[TaskletStatistics, ...]
     workers: tuple[WorkerStatistics, ...]
+    #: ``(source, destination, destination ordinal)`` of each DAG edge, in the DAG's order
+    edges: tuple[tuple[str, str, int], ...] = ()
 
     def tasklet(self, vertex: str, index: int = 0) -> TaskletStatistics:
         for t in self.tasklets:
@@ -74,6 +97,28 @@ class JobMetrics:
             row["emitted_count"] += t.emitted_count
             row["queues_size"] += t.queues_size
         return totals
+
+    def by_edge(self) -> tuple[QueueStatistics, ...]:
+        """Queue size and capacity per DAG edge (in the DAG's order), summed over the instances.
+
+        Inbound ordinals missing from ``edges`` (a snapshot built by hand) come last, with
+        an empty ``source``.
+        """
+        sums: dict[tuple[str, int], list[int]] = {}
+        for t in self.tasklets:
+            for ordinal, size, capacity in t.inbound_queues:
+                acc = sums.setdefault((t.vertex, ordinal), [0, 0])
+                acc[0] += size
+                acc[1] += capacity
+        keys = [(src, dst, ordinal) for src, dst, ordinal in self.edges]
+        known = {(dst, ordinal) for _, dst, ordinal in keys}
+        keys += [("", dst, ordinal) for dst, ordinal in sums if (dst, ordinal) not in known]
+        out = []
+        for src, dst, ordinal in keys:
+            size, capacity = sums.get((dst, ordinal), (0, 0))
+            out.append(QueueStatistics(edge_label(src, dst, ordinal) if src else f"→ {dst} #{ordinal}",
+                                       src, dst, ordinal, size, capacity, size / capacity if capacity else 0.0))
+        return tuple(out)
 
     def table(self) -> str:
         """A plain-text table of the tasklets, for terminals."""
@@ -112,6 +157,7 @@ def snapshot(job: Job) -> JobMetrics:
             max_call_ms=t.max_call_ns / 1e6,
             backpressure=t.refused,
             processor_metrics=t.processor.metrics(),
+            inbound_queues=t.inbound_queues(),
         )
         for t in list(job.tasklets)
     )
@@ -128,14 +174,15 @@ def snapshot(job: Job) -> JobMetrics:
         )
         for w in list(job.workers)
     )
-    return JobMetrics(job.name, job.status.value, job.elapsed, tasklets, workers)
+    return JobMetrics(job.name, job.status.value, job.elapsed, tasklets, workers, tuple(job.edges))
 
 
 class MetricsSampler:
     """Samples a job's metrics every ``interval_s`` on its own thread into flat records.
 
-    Each record is a dict with ``t`` (seconds since submission), ``kind`` ("tasklet" or
-    "worker") and the statistics' fields (a worker's own ``kind`` becomes ``worker_kind``).
+    Each record is a dict with ``t`` (seconds since submission), ``kind`` ("tasklet", "worker"
+    or "queue", one per DAG edge: `QueueStatistics`) and the statistics' fields (a worker's own
+    ``kind`` becomes ``worker_kind``).
     The thread takes one last sample as soon as the job ends and stops (``Job.join`` waits
     for it), or stops on `stop()`.
     """
@@ -170,6 +217,8 @@ class MetricsSampler:
             row = asdict(w)
             row["worker_kind"] = row.pop("kind")  # "cooperative"/"blocking"; "kind" is the record type
             self.records.append({"t": m.elapsed_s, "kind": "worker", **row})
+        for q in m.by_edge():
+            self.records.append({"t": m.elapsed_s, "kind": "queue", **asdict(q)})
         return m
 
     def _run(self) -> None:

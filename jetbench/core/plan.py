@@ -36,6 +36,7 @@ def build_tasklets(
     """Validate ``dag`` and create one tasklet per processor instance, wired by queues."""
     dag.validate(default_parallelism)
     parallelism = {v.name: v.local_parallelism or default_parallelism for v in dag.vertices}
+    job.edges = tuple((e.source.name, e.destination.name, e.destination_ordinal) for e in dag.edges)
     inbound: dict[tuple[str, int], list[InboundStream]] = {}
     outbound: dict[tuple[str, int], list[Any]] = {}
     for edge in dag.edges:

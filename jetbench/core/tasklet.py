@@ -63,6 +63,8 @@ class ProcessorTasklet:
         self._collectors = collectors
         self._inbox_limit = inbox_limit
         self.inbound = inbound
+        # (stream, ordinal, capacity) per inbound ordinal, for the per-edge queue metrics
+        self._inbound_capacity = [(s, s.ordinal, s.capacity) for s in inbound]
         priorities = sorted({s.priority for s in inbound})
         self._groups = [[s for s in inbound if s.priority == p] for p in priorities]
         self._group: list[InboundStream] = self._groups.pop(0) if self._groups else []
@@ -310,7 +312,16 @@ class ProcessorTasklet:
         self.close_processor()
 
     def queues_size(self) -> int:
+        """Items waiting in the inbound queues of the priority group being drained now."""
         return sum(s.size for s in self._group)
 
     def queues_capacity(self) -> int:
+        """Capacity of the live inbound streams of the priority group being drained now."""
         return sum(s.capacity for s in self._group)
+
+    def inbound_queues(self) -> tuple[tuple[int, int, int], ...]:
+        """``(ordinal, size, capacity)`` of every inbound ordinal (one DAG edge each), finished or not.
+
+        Read by metrics samplers only: one size read per queue, nothing on the hot path.
+        """
+        return tuple((ordinal, stream.size, capacity) for stream, ordinal, capacity in self._inbound_capacity)

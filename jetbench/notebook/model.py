@@ -3,8 +3,9 @@
 `DashboardModel.update()` takes one `JobMetrics` snapshot plus the process CPU time and
 returns the dashboard's whole state as one JSON-ready dict whose size is bounded whatever the
 number of tasklets: above ``max_rows`` tasklets the table has one row per vertex (and above
-``max_rows`` vertices the tail is folded into one row), queue and CPU histories have a fixed
-number of points, and worker series are capped. Rates come from deltas between snapshots.
+``max_rows`` vertices the tail is folded into one row), the queue view has one sparkline per DAG
+edge (at most ``max_rows``, the rest counted in ``queues_hidden``), queue and CPU histories have
+a fixed number of points, and worker series are capped. Rates come from deltas between snapshots.
 
 >>> from jetbench import ExecutionService
 >>> from jetbench.examples import wordcount_dag
@@ -108,7 +109,7 @@ class DashboardModel:
     """Turns snapshots of one job into the dashboard state; keeps the short histories.
 
     ``history`` (one dict per tick, for `jetbench.notebook.plots.plot_metrics`) keeps the process
-    and worker CPU %, items/s and queue fill per vertex of every tick, up to ``max_history``
+    and worker CPU %, items/s per vertex and queue fill per edge of every tick, up to ``max_history``
     ticks (then every other tick is dropped).
     """
 
@@ -211,22 +212,20 @@ class DashboardModel:
             )
         self._prev_t = m.elapsed_s
 
-        # -- vertices: queue fill, rates --------------------------------------------------------
+        # -- vertices: rates; edges: queue fill ------------------------------------------------
         vertices: dict[str, dict[str, Any]] = {}
         for r in tasklet_rows:
-            v = vertices.setdefault(r["vertex"], {"qsize": 0, "qcap": 0, "rate": 0.0})
-            v["qsize"] += r["qsize"]
-            v["qcap"] += r["qcap"]
+            v = vertices.setdefault(r["vertex"], {"rate": 0.0})
             v["rate"] += r["irate"]
         queues = []
-        for name, v in vertices.items():
-            if v["qcap"] <= 0:
+        for q in m.by_edge():
+            if q.capacity <= 0:
                 continue
-            fill = v["qsize"] / v["qcap"]
-            hist = self._queue_hist.setdefault(name, deque(maxlen=QUEUE_HISTORY))
-            hist.append(round(fill, 3))
+            hist = self._queue_hist.setdefault(q.edge, deque(maxlen=QUEUE_HISTORY))
+            hist.append(round(q.fill, 3))
             queues.append(
-                {"vertex": name, "fill": round(fill, 3), "size": v["qsize"], "capacity": v["qcap"], "hist": list(hist)}
+                {"edge": q.edge, "source": q.source, "destination": q.destination, "ordinal": q.ordinal,
+                 "fill": round(q.fill, 3), "size": q.size, "capacity": q.capacity, "hist": list(hist)}
             )
 
         # -- CPU timeline -----------------------------------------------------------------------
@@ -387,7 +386,7 @@ class DashboardModel:
                 "workers": dict(worker_cpu),
                 "worker_iter_rate": {w["name"]: w["iter_rate"] for w in workers},
                 "rate": {name: v["rate"] for name, v in vertices.items()},
-                "fill": {q["vertex"]: q["fill"] for q in queues},
+                "fill": {q["edge"]: q["fill"] for q in queues},
             }
         )
         if len(self.history) > self.max_history:

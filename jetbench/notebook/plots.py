@@ -1,7 +1,8 @@
 """matplotlib figures of a job's recorded metrics, for when no live front end exists.
 
 ``plot_metrics(job)`` (``job.plot_metrics()``) draws four panels over time: CPU % (the process
-and each worker), items/s per vertex, queue fill per vertex, worker iterations/s. The series
+and each worker), items/s per vertex, queue fill per edge (``"source → dest #ordinal"``), worker
+iterations/s. The series
 come from, in order: ``job.sampler`` (``ExecutionService(metrics_interval_s=...)``), else the
 history of a `Dashboard` attached to the job, else a single snapshot (then the figure says so).
 Nothing here imports a widget library; the figure is a plain ``matplotlib.figure.Figure``
@@ -32,7 +33,7 @@ class Series:
     worker_cpu: dict[str, list[float]] = field(default_factory=dict)
     worker_iter_rate: dict[str, list[float]] = field(default_factory=dict)
     rate: dict[str, list[float]] = field(default_factory=dict)
-    fill: dict[str, list[float]] = field(default_factory=dict)
+    fill: dict[str, list[float]] = field(default_factory=dict)  # per edge label
     source: str = ""
 
 
@@ -52,20 +53,16 @@ def series_from_records(records: list[dict[str, Any]]) -> Series:
     index = {t: i for i, t in enumerate(times)}
     n = len(times)
     counts: dict[str, list[float]] = {}
-    qsize: dict[str, list[float]] = {}
-    qcap: dict[str, list[float]] = {}
+    fill: dict[str, list[float]] = {}
     wcpu: dict[str, list[float]] = {}
     witer: dict[str, list[float]] = {}
     pcpu: list[float] | None = None
     for r in records:
         i = index[r["t"]]
         if r.get("kind") == "tasklet":
-            v = r["vertex"]
-            for d in (counts, qsize, qcap):
-                d.setdefault(v, [0.0] * n)
-            counts[v][i] += max(r["received_count"], r["emitted_count"])
-            qsize[v][i] += r["queues_size"]
-            qcap[v][i] += r["queues_capacity"]
+            counts.setdefault(r["vertex"], [0.0] * n)[i] += max(r["received_count"], r["emitted_count"])
+        elif r.get("kind") == "queue" and r["capacity"] > 0:  # one per edge, summed over instances
+            fill.setdefault(r["edge"], [0.0] * n)[i] = r["fill"]
         elif r.get("kind") == "worker":
             name = _label(r.get("worker_kind", "cooperative"), r["index"])
             wcpu.setdefault(name, [0.0] * n)[i] = r["cpu_time_s"]
@@ -87,8 +84,7 @@ def series_from_records(records: list[dict[str, Any]]) -> Series:
     s.worker_cpu = {k: rates(v, 100.0) for k, v in wcpu.items()}
     s.worker_iter_rate = {k: rates(v) for k, v in witer.items()}
     s.rate = {k: rates(v) for k, v in counts.items()}
-    s.fill = {k: [a / c if c else 0.0 for a, c in zip(qsize[k], qcap[k], strict=True)]
-              for k in qsize if any(qcap[k])}
+    s.fill = fill
     if pcpu is not None:
         s.process_cpu = rates(pcpu, 100.0)
     elif s.worker_cpu:
@@ -183,7 +179,7 @@ def plot_metrics(job: Any, figsize: tuple[float, float] = (11, 7), series: Serie
         ax.set_ylim(bottom=0)
 
     lines(ax_rate, series.rate, "items/s per vertex", "items/s")
-    lines(ax_fill, series.fill, "inbound queue fill per vertex", "fill ratio")
+    lines(ax_fill, series.fill, "queue fill per edge", "fill ratio")
     ax_fill.set_ylim(0, 1.05)
     lines(ax_iter, series.worker_iter_rate, "worker iterations/s", "iterations/s")
     for ax in (ax_cpu, ax_rate, ax_fill, ax_iter):

@@ -88,14 +88,19 @@ def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
     assert page.locator(f"{DASH} tr.jb-worker").count() == 3  # w0, w1 and the sink's thread b0
     screenshot(dash, "dashboard-running.png")
 
-    # queue depth under a deliberately slow sink: nearly empty, then full (and backpressure)
-    queue = f'{DASH} .jb-queue[data-vertex="sink"]'
+    # queue depth per edge: one sparkline row per DAG edge, labelled "source → destination #ordinal"
+    edges = [q.get_attribute("data-edge") for q in page.locator(f"{DASH} .jb-queue").all()]
+    assert edges == ["source → double #0", "double → sink #0"], edges
+    queue = f'{DASH} .jb-queue[data-source="double"][data-destination="sink"][data-ordinal="0"]'
+    assert "double → sink #0" in page.locator(f"{queue} .jb-qname").inner_text()
+    # under a deliberately slow sink its inbound edge fills: nearly empty, then full (and backpressure)
     fill_fast = float(page.locator(queue).get_attribute("data-fill"))
     assert fill_fast < 0.5, fill_fast
     spark_fast = page.locator(f"{queue} svg.jb-spark polyline").get_attribute("points")
     run_new_cell(page, 'SLOW["s_per_item"] = 1 / 4000')  # 4,000 items/s against 20,000/s
     page.wait_for_function(f"() => Number(document.querySelector('{queue}')?.dataset.fill) > 0.9")
     assert page.locator(f"{queue} svg.jb-spark polyline").get_attribute("points") != spark_fast
+    assert page.locator(f"{queue} .jb-qsize").inner_text() == "1,024/1,024"  # two queues of 512
     page.wait_for_function(
         f"""() => [...document.querySelectorAll('{DASH} tr.jb-row[data-vertex="double"] .jb-bpcell')]
             .some((c) => c.dataset.value === '1')"""

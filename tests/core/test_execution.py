@@ -11,7 +11,7 @@ import pytest
 from engine_helpers import ListSource, RecordingSink, Supplier, linear_dag, wait_until
 
 from jetbench import DAG, Edge, ExecutionService, JobStatus, Processor
-from jetbench.core import MetricsSampler
+from jetbench.core import JobMetrics, MetricsSampler, TaskletStatistics
 from jetbench.processors import (
     accumulate_by_key,
     collect_sink,
@@ -340,6 +340,49 @@ def test_metrics_while_running_show_queue_capacity(service):
     finally:
         gate.set()
     job.join(timeout=10)
+
+
+def test_queue_depth_per_edge(service):
+    """Two edges into one sink: the lower-priority edge fills while the gated one is drained
+    first; per-edge figures show it (summed over instances), the per-vertex total cannot."""
+    gate = threading.Event()
+    dag = DAG()
+    gated = dag.new_vertex("gated", lambda: GatedSource(gate, range(10)), 1)
+    fast = dag.new_vertex("fast", items_source(range(1000)), 1)
+    sink = dag.new_vertex("sink", RecordingSink, 2)
+    dag.edge(Edge.from_(gated).to(sink, 0).queue_size(32))
+    dag.edge(Edge.from_(fast).to(sink, 1).priority(1).queue_size(8))
+    job = service.submit(dag)
+    try:
+        assert job.edges == (("gated", "sink", 0), ("fast", "sink", 1))
+        assert wait_until(lambda: job.metrics().by_edge()[1].size == 16)
+        m = job.metrics()
+        assert [t.inbound_queues for t in m.tasklets if t.vertex == "sink"] == [((0, 0, 32), (1, 8, 8))] * 2
+        gated_q, fast_q = m.by_edge()
+        assert (fast_q.edge, fast_q.source, fast_q.destination, fast_q.ordinal) == ("fast → sink #1", "fast", "sink", 1)
+        assert (fast_q.size, fast_q.capacity, fast_q.fill) == (16, 16, 1.0)
+        assert (gated_q.edge, gated_q.size, gated_q.capacity, gated_q.fill) == ("gated → sink #0", 0, 64, 0.0)
+        assert m.by_vertex()["sink"]["queues_size"] == 0  # only the streams drained now count there
+        sampler = MetricsSampler(job)
+        sampler.sample()
+        queue_recs = [r for r in sampler.records if r["kind"] == "queue"]
+        assert [(r["edge"], r["size"], r["capacity"], r["fill"]) for r in queue_recs] == [
+            ("gated → sink #0", 0, 64, 0.0), ("fast → sink #1", 16, 16, 1.0)
+        ]
+    finally:
+        gate.set()
+    job.join(timeout=10)
+    final = job.metrics().by_edge()
+    assert [(q.size, q.capacity) for q in final] == [(0, 64), (0, 16)]  # edges stay listed, empty
+
+
+def test_by_edge_without_known_edges_names_the_destination():
+    stats = dict(worker=0, cooperative=True, state="PROCESS", received_count=0, received_batches=0,
+                 emitted_count=0, queues_size=0, queues_capacity=0, calls=0, progress_calls=0,
+                 busy_ms=0.0, slow_calls=0, max_call_ms=0.0, backpressure=False)
+    tasklets = tuple(TaskletStatistics("b", i, inbound_queues=((0, 3, 4),), **stats) for i in range(2))
+    (q,) = JobMetrics("j", "running", 1.0, tasklets, ()).by_edge()
+    assert (q.edge, q.source, q.size, q.capacity, q.fill) == ("→ b #0", "", 6, 8, 0.75)
 
 
 def test_slow_calls_counted_for_cooperative_sleeper(service):

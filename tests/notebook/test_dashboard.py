@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from jetbench import DAG, Edge, ExecutionService, JobCancelled, JobError
+from jetbench import DAG, Edge, ExecutionService, JobCancelled, JobError, Processor
 from jetbench.notebook import Dashboard
 from jetbench.notebook.headless import recording_comms
 from jetbench.notebook.model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, _Timeline
@@ -77,7 +77,10 @@ def test_state_while_running_and_frozen_final_state():
     cpu = s["cpu"]
     assert [x["name"] for x in cpu["series"]] == ["process", "w0", "w1"]
     assert len(cpu["t"]) >= 3 and all(len(x["values"]) == len(cpu["t"]) for x in cpu["series"])
-    assert {q["vertex"] for q in s["queues"]} == {"work", "sink"}
+    assert [q["edge"] for q in s["queues"]] == ["source → work #0", "work → sink #0"]
+    q = s["queues"][1]
+    assert (q["source"], q["destination"], q["ordinal"], q["capacity"]) == ("work", "sink", 0, 2 * 1024)
+    assert 0 <= q["fill"] <= 1 and 1 <= len(q["hist"]) <= QUEUE_HISTORY
     assert s["idle"] == {"min_idle_us": 25.0, "max_idle_us": 500.0, "strategy": "backoff",
                          "strategies": ["backoff", "timer"]}
     seq_running = s["seq"]
@@ -154,7 +157,8 @@ def test_state_size_is_bounded_however_many_tasklets(vertices, parallelism):
     tasklets = 2 + (vertices - 2) * parallelism
     assert state["tasklet_count"] == tasklets
     assert state["aggregated"] is True and len(state["rows"]) <= 40
-    assert len(state["queues"]) <= 40 and all(len(q["hist"]) <= QUEUE_HISTORY for q in state["queues"])
+    assert len(state["queues"]) == min(vertices - 1, 40) and state["queues_hidden"] == max(vertices - 1 - 40, 0)
+    assert all(len(q["hist"]) == QUEUE_HISTORY for q in state["queues"])
     assert CPU_HISTORY <= len(state["cpu"]["t"]) <= 2 * CPU_HISTORY
     assert len(json.dumps(state)) < 64_000
 
@@ -177,6 +181,52 @@ def test_rows_aggregate_per_vertex_above_max_rows():
     assert [r["vertex"] for r in folded["rows"]] == ["source", "map-0", "… 3 more vertices"]
     assert folded["rows"][-1]["n"] == 9
     assert sum(r["in"] for r in folded["rows"]) == sum(r["in"] for r in per_tasklet["rows"])
+
+
+def test_queue_rows_are_per_edge_and_show_which_edge_fills():
+    """Two edges into one blocked sink: the busy edge fills, the short one does not, and the
+    sparkline of each edge follows its own fill."""
+    gate = threading.Event()
+
+    class BlockedSink(Processor):
+        is_cooperative = False
+
+        def process(self, ordinal, inbox):
+            gate.wait(10)
+            inbox.clear()
+
+    dag = DAG()
+    busy = dag.new_vertex("busy", items_source(range(5000)), local_parallelism=1)
+    short = dag.new_vertex("short", items_source(range(10)), local_parallelism=1)
+    sink = dag.new_vertex("sink", BlockedSink, local_parallelism=1)
+    dag.edge(Edge.from_(busy).to(sink, 0).queue_size(64))
+    dag.edge(Edge.from_(short).to(sink, 1).priority(1).queue_size(64))  # drained after ordinal 0
+    job = ExecutionService().submit(dag)
+    clock = itertools.count(0, 0.1).__next__
+    model = DashboardModel(job, clock=clock)
+    try:
+        model.update()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            time.sleep(0.03)  # ticks >= 20 ms apart go into the history
+            state = model.update()
+            fills = {q["edge"]: q["fill"] for q in state["queues"]}
+            if fills.get("busy → sink #0") == 1.0 and fills.get("short → sink #1", 0) > 0.1:
+                break
+        assert [(q["source"], q["destination"], q["ordinal"]) for q in state["queues"]] == [
+            ("busy", "sink", 0), ("short", "sink", 1)
+        ]
+        busy_q, short_q = state["queues"]
+        assert busy_q["fill"] == 1.0 and busy_q["size"] == busy_q["capacity"] == 64
+        assert short_q["size"] == 11 and short_q["fill"] == round(11 / 64, 3)  # 10 items and DONE
+        assert busy_q["hist"][-1] == 1.0 and short_q["hist"][-1] == short_q["fill"]
+        assert len(busy_q["hist"]) == len(short_q["hist"]) == model.seq
+        assert model.history[-1]["fill"] == {"busy → sink #0": 1.0, "short → sink #1": short_q["fill"]}
+    finally:
+        gate.set()
+    job.join(10)
+    final = model.update(final=True)
+    assert [q["fill"] for q in final["queues"]] == [0.0, 0.0]
 
 
 def test_cpu_timeline_spans_the_whole_run_with_bounded_points():

@@ -38,11 +38,12 @@ def test_plot_from_the_service_sampler():
     job.join()
     fig = job.plot_metrics()
     assert isinstance(fig, Figure) and renders(fig)
-    assert titles(fig) == ["CPU % of one core", "items/s per vertex", "inbound queue fill per vertex",
+    assert titles(fig) == ["CPU % of one core", "items/s per vertex", "queue fill per edge",
                            "worker iterations/s"]
-    cpu, rate, _fill, _iter = fig.axes
+    cpu, rate, fill, _iter = fig.axes
     assert {line.get_label() for line in cpu.get_lines()} == {"job workers (sum)", "w0", "w1"}
     assert {line.get_label() for line in rate.get_lines()} == {"source", "work", "sink"}
+    assert [line.get_label() for line in fill.get_lines()] == ["source → work #0", "work → sink #0"]
     assert len(cpu.get_lines()[0].get_xdata()) >= 4  # points over time
 
 
@@ -53,7 +54,8 @@ def test_series_from_records_turns_counters_into_rates():
     assert len(s.t) >= 4 and s.t == sorted(s.t)
     middle = s.rate["source"][1:-1]
     assert middle and 2000 < sum(middle) / len(middle) < 6000  # ~4000 items/s
-    assert all(0 <= v <= 1 for vs in s.fill.values() for v in vs)
+    assert list(s.fill) == ["source → work #0", "work → sink #0"]
+    assert all(len(vs) == len(s.t) and 0 <= v <= 1 for vs in s.fill.values() for v in vs)
 
 
 def test_plot_from_a_dashboard_history_includes_process_cpu():
@@ -65,6 +67,7 @@ def test_plot_from_a_dashboard_history_includes_process_cpu():
         assert renders(fig)
         labels = {line.get_label() for line in fig.axes[0].get_lines()}
         assert labels == {"process", "w0"}
+        assert {line.get_label() for line in fig.axes[2].get_lines()} == {"source → work #0", "work → sink #0"}
         assert "dashboard history" in fig._suptitle.get_text()
 
 
@@ -82,6 +85,8 @@ def test_metrics_frame_snapshot_and_series():
     assert isinstance(frame, pd.DataFrame)
     assert frame["vertex"].tolist() == ["source", "work", "work", "sink"]
     assert frame.loc[frame.vertex == "sink", "received_count"].item() == 200
+    edges = job.metrics_frame(kind="queue")  # one snapshot: a row per edge
+    assert edges[["source", "destination", "ordinal"]].values.tolist() == [["source", "work", 0], ["work", "sink", 0]]
 
     job = ExecutionService(metrics_interval_s=0.05).submit(paced_dag(count=1000))
     job.join()
@@ -89,3 +94,9 @@ def test_metrics_frame_snapshot_and_series():
     assert series["t"].nunique() >= 3 and len(series) == 4 * series["t"].nunique()
     workers = job.metrics_frame(kind="worker")
     assert {"cpu_time_s", "iteration_count", "worker_kind"} <= set(workers.columns)
+    queues = job.metrics_frame(kind="queue")  # per-edge queue fill over time
+    assert len(queues) == 2 * series["t"].nunique()
+    assert {"t", "edge", "source", "destination", "ordinal", "size", "capacity", "fill"} <= set(queues.columns)
+    last = queues[queues.t == queues.t.max()]
+    assert last["edge"].tolist() == ["source → work #0", "work → sink #0"]
+    assert last["capacity"].tolist() == [2 * 1024, 2 * 1024] and last["fill"].tolist() == [0.0, 0.0]

@@ -123,9 +123,9 @@ function sparkline(hist, width, height) {
   const area = `0,${height} ${pts.join(" ")} ${((n - 1) * dx).toFixed(1)},${height}`;
   const color = fillColor(hist[n - 1]);
   return (
-    `<svg xmlns="${NS}" class="jb-spark" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" data-n="${n}">` +
+    `<svg xmlns="${NS}" class="jb-spark" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" preserveAspectRatio="none" data-n="${n}">` +
     `<polygon points="${area}" fill="${color}" fill-opacity="0.25"/>` +
-    `<polyline points="${pts.join(" ")}" stroke="${color}" stroke-width="1.3" fill="none"/></svg>`
+    `<polyline points="${pts.join(" ")}" stroke="${color}" stroke-width="1.3" fill="none" vector-effect="non-scaling-stroke"/></svg>`
   );
 }
 
@@ -158,7 +158,7 @@ function render({ model, el: host }) {
           <th title="backpressure: the outbox could not flush, a downstream queue is full">bp</th><th class="jb-n" title="inbound queue fill">queue</th>
         </tr></thead><tbody class="jb-rows"></tbody></table>
         <div class="jb-panel jb-queues-panel">
-          <div class="jb-panel-title">Inbound queue fill per vertex <span>(last ${60} ticks)</span></div>
+          <div class="jb-panel-title">Queue fill per edge <span>(last ${60} ticks)</span></div>
           <div class="jb-queues"></div>
         </div>
       </div>
@@ -311,19 +311,20 @@ function render({ model, el: host }) {
       )
       .join("");
 
-    // queues
+    // queues: one row per DAG edge, "source → destination #ordinal"
     const queues = s.queues || [];
     $(".jb-queues").innerHTML =
       queues
         .map(
           (q) =>
-            `<div class="jb-queue" data-vertex="${esc(q.vertex)}" data-fill="${q.fill}">` +
-            `<span class="jb-qname" title="queues into ${esc(q.vertex)}">→ ${esc(q.vertex)}</span>${sparkline(q.hist, 160, 22)}` +
+            `<div class="jb-queue" data-edge="${esc(q.edge)}" data-source="${esc(q.source)}" data-destination="${esc(q.destination)}" data-ordinal="${q.ordinal}" data-fill="${q.fill}">` +
+            `<span class="jb-qname" title="edge ${esc(q.edge)}: queues from ${esc(q.source)} into ${esc(q.destination)}, inbound ordinal ${q.ordinal}">` +
+            `${esc(q.source)} <span class="jb-arrow">→</span> ${esc(q.destination)} <span class="jb-dim">#${q.ordinal}</span></span>${sparkline(q.hist, 160, 22)}` +
             `<span class="jb-qbar"><span style="width:${(100 * q.fill).toFixed(1)}%;background:${fillColor(q.fill)}"></span></span>` +
-            `<span class="jb-qpct">${(100 * q.fill).toFixed(0)}%</span><span class="jb-dim">${grouped(q.size)}/${grouped(q.capacity)}</span></div>`,
+            `<span class="jb-qpct">${(100 * q.fill).toFixed(0)}%</span><span class="jb-dim jb-qsize">${grouped(q.size)}/${grouped(q.capacity)}</span></div>`,
         )
-        .join("") + (s.queues_hidden ? `<div class="jb-dim">… ${s.queues_hidden} more vertices</div>` : "") +
-      (queues.length ? "" : `<div class="jb-dim">no inbound queues</div>`);
+        .join("") + (s.queues_hidden ? `<div class="jb-dim jb-queues-hidden" data-hidden="${s.queues_hidden}">… ${s.queues_hidden} more edges</div>` : "") +
+      (queues.length ? "" : `<div class="jb-dim">no queues</div>`);
   }
 
   function updateIdle() {
