@@ -293,19 +293,56 @@ def _pair_key(pair: tuple) -> Any:
     return pair[0]
 
 
-def _event_key(key_fn: Callable[[Any], Any]) -> Callable[[tuple], Any]:
-    def key_of_event(event: tuple) -> Any:
-        return key_fn(event[1])
-
-    return key_of_event
+_pair_key.__jetbench_code__ = "x[0]"  # what the DAG builder shows for it
 
 
-def _peeker(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def peek(item: Any) -> Any:
-        fn(item)
+class EventKey:
+    """The key of a ``(ts, item)`` event: ``key_fn(item)`` (``key_fn`` is public for tools)."""
+
+    __slots__ = ("key_fn",)
+
+    def __init__(self, key_fn: Callable[[Any], Any]):
+        self.key_fn = key_fn
+
+    def __call__(self, event: tuple) -> Any:
+        return self.key_fn(event[1])
+
+    def __getstate__(self) -> Any:
+        return self.key_fn
+
+    def __setstate__(self, state: Any) -> None:
+        self.key_fn = state
+
+    def __repr__(self) -> str:
+        return f"EventKey({getattr(self.key_fn, '__name__', self.key_fn)})"
+
+
+def _event_key(key_fn: Callable[[Any], Any]) -> EventKey:
+    return EventKey(key_fn)
+
+
+class Peek:
+    """A ``peek`` stage as a map step: calls ``fn(item)`` and returns the item."""
+
+    __slots__ = ("fn", "__name__")
+
+    def __init__(self, fn: Callable[[Any], Any]):
+        self.fn = fn
+        self.__name__ = "peek"
+
+    def __call__(self, item: Any) -> Any:
+        self.fn(item)
         return item
 
-    return peek
+    def __getstate__(self) -> Any:
+        return self.fn
+
+    def __setstate__(self, state: Any) -> None:
+        self.fn, self.__name__ = state, "peek"
+
+
+def _peeker(fn: Callable[[Any], Any]) -> Peek:
+    return Peek(fn)
 
 
 def _watermark_frame(pipeline: Pipeline) -> int:

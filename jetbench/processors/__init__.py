@@ -1,4 +1,4 @@
-"""Built-in processors: sources, stateless transforms, keyed aggregation and sinks."""
+"""Built-in processors: sources, stateless transforms, keyed and global aggregation and sinks."""
 
 from .aggregate import (
     AggregateOperation,
@@ -6,9 +6,13 @@ from .aggregate import (
     aggregate_by_key,
     combine_by_key,
     counting,
+    global_accumulate,
+    global_aggregate,
+    global_combine,
 )
 from .sinks import collect_sink, noop_sink
 from .sources import items_source
+from .supplier import ProcessorSupplier, supplier
 from .transforms import (
     Transform,
     filter_processor,
@@ -19,6 +23,7 @@ from .transforms import (
 
 __all__ = [
     "AggregateOperation",
+    "ProcessorSupplier",
     "Transform",
     "accumulate_by_key",
     "aggregate_by_key",
@@ -27,8 +32,12 @@ __all__ = [
     "counting",
     "filter_processor",
     "flat_map_processor",
+    "global_accumulate",
+    "global_aggregate",
+    "global_combine",
     "items_source",
     "map_processor",
     "noop_sink",
+    "supplier",
     "transform_processor",
 ]

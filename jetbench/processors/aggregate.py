@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import JetbenchError
-from ..core.processor import Processor
 from ._emit import EmittingProcessor
+from .supplier import ProcessorSupplier
 
 _MISSING = object()
 
@@ -23,7 +23,9 @@ class AggregateOperation:
     """How to fold items into an accumulator: ``create() -> acc``, ``accumulate(acc, item) -> acc``,
     ``combine(acc, acc) -> acc`` (for two-stage), ``finish(acc) -> result``, and ``deduct(acc, acc)
     -> acc`` (the inverse of combine, for sliding windows). Functions return the new accumulator,
-    so immutable accumulators (ints, tuples) work.
+    so immutable accumulators (ints, tuples) work. ``recipe`` says how a library operation was
+    made, ``(name in jetbench.aggregate, arguments)`` (None for hand-made ones), so tools can
+    show it as ``summing(fn)`` rather than five functions.
 
     >>> op = AggregateOperation(create=lambda: 0, accumulate=lambda a, x: a + x, combine=operator.add)
     >>> op.finish_fn(op.accumulate(op.accumulate(op.create(), 2), 3))
@@ -35,6 +37,7 @@ class AggregateOperation:
     combine: Callable[[Any, Any], Any] | None = None
     finish: Callable[[Any], Any] | None = None
     deduct: Callable[[Any, Any], Any] | None = None
+    recipe: tuple[str, tuple[Any, ...]] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("create", "accumulate"):
@@ -54,6 +57,9 @@ def _identity(x: Any) -> Any:
     return x
 
 
+_identity.__jetbench_code__ = "x"  # what the DAG builder shows for it
+
+
 def _count_one(acc: int, _item: Any) -> int:
     return acc + 1
 
@@ -63,7 +69,8 @@ def _zero() -> int:
 
 
 #: Counts items.
-counting = AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub)
+counting = AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub,
+                              recipe=("counting", ()))
 
 
 class _KeyedEmitterP(EmittingProcessor):
@@ -99,8 +106,9 @@ class _KeyedEmitterP(EmittingProcessor):
 class AccumulateByKeyP(_KeyedEmitterP):
     """Stage 1 (or single stage with ``finish=True``): fold items into per-key accumulators."""
 
-    def __init__(self, key_fn: Callable[[Any], Hashable], op: AggregateOperation, finish: bool = False, **flags: bool):
-        super().__init__(op, finish, **flags)
+    def __init__(self, key_fn: Callable[[Any], Hashable], op: AggregateOperation, finish: bool = False,
+                 values_only: bool = False, emit_empty: bool = False):
+        super().__init__(op, finish, values_only, emit_empty)
         self.key_fn = key_fn
 
     def process(self, ordinal: int, inbox) -> None:
@@ -118,10 +126,10 @@ class AccumulateByKeyP(_KeyedEmitterP):
 class CombineByKeyP(_KeyedEmitterP):
     """Stage 2: combine ``(key, accumulator)`` pairs from stage 1 and emit finished results."""
 
-    def __init__(self, op: AggregateOperation, **flags: bool):
+    def __init__(self, op: AggregateOperation, values_only: bool = False, emit_empty: bool = False):
         if op.combine is None:
             raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
-        super().__init__(op, finish=True, **flags)
+        super().__init__(op, True, values_only, emit_empty)
 
     def process(self, ordinal: int, inbox) -> None:
         groups = self.groups
@@ -132,52 +140,59 @@ class CombineByKeyP(_KeyedEmitterP):
             groups[key] = acc if current is _MISSING else combine(current, acc)
 
 
-class _Supplier:
-    def __init__(self, factory: Callable[[], Processor], label: str):
-        self._factory = factory
-        self.label = label
-
-    def __call__(self) -> Processor:
-        return self._factory()
-
-    def __repr__(self) -> str:
-        return self.label
+class AggregateSupplier(ProcessorSupplier):
+    """Supplier of the aggregation processors; ``label`` names the function that made it
+    (``accumulate_by_key``, ``combine``, ...) and ``params`` hold ``op`` (and ``key_fn``)."""
 
 
-def accumulate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> _Supplier:
+#: the old name, kept for importers
+_Supplier = AggregateSupplier
+
+
+def accumulate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> AggregateSupplier:
     """Stage-1 supplier: emits ``(key, accumulator)`` when its input completes."""
-    return _Supplier(lambda: AccumulateByKeyP(key_fn, op), "accumulate_by_key")
+    return AggregateSupplier(AccumulateByKeyP, key_fn, op, label="accumulate_by_key")
 
 
-def combine_by_key(op: AggregateOperation) -> _Supplier:
+def combine_by_key(op: AggregateOperation) -> AggregateSupplier:
     """Stage-2 supplier: combines ``(key, accumulator)`` pairs, emits ``(key, result)``."""
     if op.combine is None:
         raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
-    return _Supplier(lambda: CombineByKeyP(op), "combine_by_key")
+    return AggregateSupplier(CombineByKeyP, op, label="combine_by_key")
 
 
-def aggregate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> _Supplier:
+def aggregate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> AggregateSupplier:
     """Single-stage supplier: emits ``(key, result)`` when its input completes."""
-    return _Supplier(lambda: AccumulateByKeyP(key_fn, op, finish=True), "aggregate_by_key")
+    return AggregateSupplier(AccumulateByKeyP, key_fn, op, finish=True, label="aggregate_by_key")
 
 
 def _no_key(item: Any) -> None:
     return None
 
 
-def accumulate(op: AggregateOperation) -> _Supplier:
+_no_key.__jetbench_code__ = "None"
+
+
+def accumulate(op: AggregateOperation) -> AggregateSupplier:
     """Global stage 1: emits ``(None, accumulator)`` when its input completes."""
-    return _Supplier(lambda: AccumulateByKeyP(_no_key, op), "accumulate")
+    return AggregateSupplier(AccumulateByKeyP, _no_key, op, label="accumulate")
 
 
-def combine(op: AggregateOperation) -> _Supplier:
+def combine(op: AggregateOperation) -> AggregateSupplier:
     """Global stage 2 (parallelism 1): combines stage-1 accumulators, emits the one result."""
-    return _Supplier(lambda: CombineByKeyP(op, values_only=True, emit_empty=True), "combine")
+    if op.combine is None:
+        raise JetbenchError("combine needs an AggregateOperation with combine")
+    return AggregateSupplier(CombineByKeyP, op, values_only=True, emit_empty=True, label="combine")
 
 
-def aggregate(op: AggregateOperation) -> _Supplier:
+def aggregate(op: AggregateOperation) -> AggregateSupplier:
     """Global single stage (parallelism 1): emits the one result, ``finish(create())`` if empty."""
-    return _Supplier(lambda: AccumulateByKeyP(_no_key, op, finish=True, values_only=True, emit_empty=True), "aggregate")
+    return AggregateSupplier(AccumulateByKeyP, _no_key, op, finish=True, values_only=True, emit_empty=True,
+                             label="aggregate")
+
+
+#: the global (non-keyed) suppliers under names that do not clash with ``jetbench.aggregate``
+global_accumulate, global_combine, global_aggregate = accumulate, combine, aggregate
 
 
 # -- the operation library (re-exported as jetbench.aggregate) ----------------------------------
@@ -197,6 +212,7 @@ def summing(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
         accumulate=lambda acc, item: acc + fn(item),
         combine=operator.add,
         deduct=operator.sub,
+        recipe=("summing", (fn,)),
     )
 
 
@@ -212,10 +228,11 @@ def averaging(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
         combine=lambda a, b: (a[0] + b[0], a[1] + b[1]),
         finish=lambda acc: acc[0] / acc[1] if acc[1] else None,
         deduct=lambda a, b: (a[0] - b[0], a[1] - b[1]),
+        recipe=("averaging", (fn,)),
     )
 
 
-def _extreme(fn: Callable[[Any], Any], better: Callable[[Any, Any], bool]) -> AggregateOperation:
+def _extreme(fn: Callable[[Any], Any], better: Callable[[Any, Any], bool], name: str) -> AggregateOperation:
     def accumulate(acc: Any, item: Any) -> Any:
         return item if acc is _EMPTY or better(fn(item), fn(acc)) else acc
 
@@ -226,17 +243,17 @@ def _extreme(fn: Callable[[Any], Any], better: Callable[[Any, Any], bool]) -> Ag
             return a
         return b if better(fn(b), fn(a)) else a
 
-    return AggregateOperation(create=lambda: _EMPTY, accumulate=accumulate, combine=combine)
+    return AggregateOperation(create=lambda: _EMPTY, accumulate=accumulate, combine=combine, recipe=(name, (fn,)))
 
 
 def min_by(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     """The item with the smallest ``fn(item)`` (the first one on ties); None if empty."""
-    return _extreme(fn, operator.lt)
+    return _extreme(fn, operator.lt, "min_by")
 
 
 def max_by(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     """The item with the largest ``fn(item)`` (the first one on ties); None if empty."""
-    return _extreme(fn, operator.gt)
+    return _extreme(fn, operator.gt, "max_by")
 
 
 def _append(acc: list, item: Any) -> list:
@@ -260,9 +277,9 @@ def _union(a: set, b: set) -> set:
 
 
 #: All items in a list (in arrival order within one instance).
-to_list = AggregateOperation(create=list, accumulate=_append, combine=_extend)
+to_list = AggregateOperation(create=list, accumulate=_append, combine=_extend, recipe=("to_list", ()))
 #: All distinct items in a set.
-to_set = AggregateOperation(create=set, accumulate=_add, combine=_union)
+to_set = AggregateOperation(create=set, accumulate=_add, combine=_union, recipe=("to_set", ()))
 
 
 def top_n(n: int, key: Callable[[Any], Any] = _identity) -> AggregateOperation:
@@ -302,6 +319,7 @@ def top_n(n: int, key: Callable[[Any], Any] = _identity) -> AggregateOperation:
         accumulate=accumulate,
         combine=combine,
         finish=lambda acc: [item for _, _, item in sorted(acc, reverse=True)],
+        recipe=("top_n", (n, key)),
     )
 
 
@@ -335,4 +353,5 @@ def all_of(*ops: AggregateOperation) -> AggregateOperation:
         combine=combine,
         finish=lambda acc: tuple(f(a) for f, a in zip(finishes, acc, strict=True)),
         deduct=deduct,
+        recipe=("all_of", ops),
     )

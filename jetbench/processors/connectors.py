@@ -23,6 +23,7 @@ from ..core.processor import Processor
 from ._emit import EmittingProcessor
 from .sinks import CollectSink, CollectSinkP
 from .sources import ItemsSourceP
+from .supplier import ProcessorSupplier
 
 #: Characters of text a file source reads per ``complete()`` call (then it returns).
 FILE_CHUNK_CHARS = 1 << 16
@@ -82,16 +83,12 @@ def matching_files(glob_pattern: str) -> list[str]:
     return paths
 
 
-class FilesSource:
+class FilesSource(ProcessorSupplier):
     """Supplier of `FilesSourceP`; the glob is expanded once, here (an error if nothing matches)."""
 
     def __init__(self, glob_pattern: str, encoding: str = "utf-8"):
+        super().__init__(FilesSourceP, matching_files(glob_pattern), encoding, label="files_source")
         self.glob_pattern = glob_pattern
-        self.encoding = encoding
-        self.paths = matching_files(glob_pattern)
-
-    def __call__(self) -> FilesSourceP:
-        return FilesSourceP(self.paths, self.encoding)
 
     def __repr__(self) -> str:
         return f"files_source({self.glob_pattern!r}, {len(self.paths)} files)"
@@ -163,8 +160,8 @@ class GeneratorP(EmittingProcessor):
         return self._next >= end and not emitter.pending
 
 
-class GeneratorSource:
-    """Supplier of `GeneratorP`."""
+class GeneratorSource(ProcessorSupplier):
+    """Supplier of `GeneratorP`; its params are those of `GeneratorP`."""
 
     def __init__(
         self,
@@ -181,13 +178,7 @@ class GeneratorSource:
             raise JetbenchError(f"generator: count must be None or an int >= 0, got {count!r}")
         if item_fn is not None and not callable(item_fn):
             raise JetbenchError(f"generator: item_fn must be callable, got {item_fn!r}")
-        self.rate_per_s = rate_per_s
-        self.item_fn = item_fn
-        self.timestamped = timestamped
-        self.count = count
-
-    def __call__(self) -> GeneratorP:
-        return GeneratorP(self.rate_per_s, self.item_fn, self.timestamped, self.count)
+        super().__init__(GeneratorP, rate_per_s, item_fn, timestamped, count, label="generator")
 
     def __repr__(self) -> str:
         return f"generator({self.rate_per_s:g}/s, count={self.count})"
@@ -239,11 +230,11 @@ class ToDictSinkP(Processor):
         return self.result
 
 
-class ToDictSink:
+class ToDictSink(ProcessorSupplier):
     """Supplier of `ToDictSinkP`; the job's result is one dict (instances merged in index order)."""
 
-    def __call__(self) -> ToDictSinkP:
-        return ToDictSinkP()
+    def __init__(self) -> None:
+        super().__init__(ToDictSinkP, label="to_dict_sink")
 
     #: the dicts of the instances merged in index order
     merge_results = staticmethod(merge_parts)
@@ -262,30 +253,27 @@ class CallbackSinkP(Processor):
         inbox.drain(self.fn)
 
 
-class CallbackSink:
-    """Supplier of `CallbackSinkP`."""
+class CallbackSink(ProcessorSupplier):
+    """Supplier of `CallbackSinkP`; ``fn`` is its param."""
 
     def __init__(self, fn: Callable[[Any], Any]):
         if not callable(fn):
             raise JetbenchError(f"callback sink: fn must be callable, got {fn!r}")
-        self.fn = fn
-
-    def __call__(self) -> CallbackSinkP:
-        return CallbackSinkP(self.fn)
+        super().__init__(CallbackSinkP, fn, label="callback_sink")
 
     def __repr__(self) -> str:
         return f"callback_sink({getattr(self.fn, '__name__', self.fn)})"
 
 
-class PandasSink:
+class PandasSink(ProcessorSupplier):
     """Supplier of a `CollectSinkP` whose merged items become a ``pandas.DataFrame`` at job end.
 
     Named tuples, dataclasses and dicts give one column per field; other items go through
     ``pandas.DataFrame(items)`` as they are.
     """
 
-    def __call__(self) -> CollectSinkP:
-        return CollectSinkP()
+    def __init__(self) -> None:
+        super().__init__(CollectSinkP, label="pandas_sink")
 
     @staticmethod
     def merge_results(parts: list[list]) -> Any:
@@ -329,15 +317,11 @@ class FilesSinkP(Processor):
                 file.close()
 
 
-class FilesSink:
-    """Supplier of `FilesSinkP`."""
+class FilesSink(ProcessorSupplier):
+    """Supplier of `FilesSinkP`; ``directory`` and ``encoding`` are its params."""
 
     def __init__(self, directory: str | os.PathLike, encoding: str = "utf-8"):
-        self.directory = os.fspath(directory)
-        self.encoding = encoding
-
-    def __call__(self) -> FilesSinkP:
-        return FilesSinkP(self.directory, self.encoding)
+        super().__init__(FilesSinkP, os.fspath(directory), encoding, label="files_sink")
 
     def __repr__(self) -> str:
         return f"files_sink({self.directory!r})"
@@ -389,16 +373,13 @@ class LatencySinkP(Processor):
         return self.count, self.total, self.max, self.samples
 
 
-class LatencySink:
+class LatencySink(ProcessorSupplier):
     """Supplier of `LatencySinkP`; merges the instances into one summary dict (see `summarize_latency`)."""
 
     def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT):
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise JetbenchError(f"latency sink: limit must be an int >= 1, got {limit!r}")
-        self.limit = limit
-
-    def __call__(self) -> LatencySinkP:
-        return LatencySinkP(self.limit)
+        super().__init__(LatencySinkP, limit, label="latency_sink")
 
     @staticmethod
     def merge_results(parts: list[tuple[int, float, float, list[float]]]) -> dict[str, Any]:

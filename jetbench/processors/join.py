@@ -7,6 +7,7 @@ from typing import Any
 
 from ..core.errors import JetbenchError
 from ._emit import EmittingProcessor
+from .supplier import ProcessorSupplier
 
 JOIN_KINDS = ("inner", "left")
 
@@ -106,8 +107,8 @@ class CoGroupP(EmittingProcessor):
         return False
 
 
-class HashJoin:
-    """Supplier of `HashJoinP`."""
+class HashJoin(ProcessorSupplier):
+    """Supplier of `HashJoinP`; ``left_key``, ``right_key``, ``how`` and ``timestamped`` are its params."""
 
     def __init__(
         self,
@@ -119,24 +120,18 @@ class HashJoin:
         _check_keys("hash_join", left_key, right_key)
         if how not in JOIN_KINDS:
             raise JetbenchError(f"hash_join: how must be one of {JOIN_KINDS}, got {how!r}")
-        self.left_key, self.right_key, self.how, self.timestamped = left_key, right_key, how, timestamped
-
-    def __call__(self) -> HashJoinP:
-        return HashJoinP(self.left_key, self.right_key, self.how, self.timestamped)
+        super().__init__(HashJoinP, left_key, right_key, how, timestamped, label="hash_join")
 
     def __repr__(self) -> str:
         return f"hash_join(how={self.how!r})"
 
 
-class CoGroup:
-    """Supplier of `CoGroupP`."""
+class CoGroup(ProcessorSupplier):
+    """Supplier of `CoGroupP`; ``left_key`` and ``right_key`` are its params."""
 
     def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
         _check_keys("co_group", left_key, right_key)
-        self.left_key, self.right_key = left_key, right_key
-
-    def __call__(self) -> CoGroupP:
-        return CoGroupP(self.left_key, self.right_key)
+        super().__init__(CoGroupP, left_key, right_key, label="co_group")
 
     def __repr__(self) -> str:
         return "co_group()"

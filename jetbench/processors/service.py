@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.errors import JetbenchError
 from ._emit import EmittingProcessor
+from .supplier import ProcessorSupplier
 
 #: Seconds `AsyncMapP.close` waits for its event loop to cancel the calls in flight and stop.
 ASYNC_SHUTDOWN_TIMEOUT_S = 5.0
@@ -71,31 +72,22 @@ class MapUsingServiceP(EmittingProcessor):
             _close_service(service)
 
 
-class _ServiceSupplier:
-    """Shared parts of the service suppliers: argument checks and the repr."""
+def _check_service(label: str, service_factory: Any, fn: Any) -> None:
+    if not callable(service_factory):
+        raise JetbenchError(f"{label}: service_factory must be callable, got {service_factory!r}")
+    if not callable(fn):
+        raise JetbenchError(f"{label}: the mapping function must be callable, got {fn!r}")
 
-    label = "?"
 
-    def __init__(self, service_factory: Callable[[], Any], fn: Callable[..., Any], timestamped: bool):
-        if not callable(service_factory):
-            raise JetbenchError(f"{self.label}: service_factory must be callable, got {service_factory!r}")
-        if not callable(fn):
-            raise JetbenchError(f"{self.label}: the mapping function must be callable, got {fn!r}")
-        self.service_factory = service_factory
-        self.fn = fn
-        self.timestamped = timestamped
+class MapUsingService(ProcessorSupplier):
+    """Supplier of `MapUsingServiceP`; ``service_factory``, ``fn`` and ``timestamped`` are its params."""
+
+    def __init__(self, service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any], timestamped: bool = False):
+        _check_service("map_using_service", service_factory, fn)
+        super().__init__(MapUsingServiceP, service_factory, fn, timestamped, label="map_using_service")
 
     def __repr__(self) -> str:
         return f"{self.label}({getattr(self.fn, '__name__', self.fn)})"
-
-
-class MapUsingService(_ServiceSupplier):
-    """Supplier of `MapUsingServiceP`."""
-
-    label = "map_using_service"
-
-    def __call__(self) -> MapUsingServiceP:
-        return MapUsingServiceP(self.service_factory, self.fn, self.timestamped)
 
 
 def map_using_service(
@@ -265,10 +257,8 @@ class AsyncMapP(EmittingProcessor):
             await asyncio.get_running_loop().shutdown_asyncgens()
 
 
-class MapUsingServiceAsync(_ServiceSupplier):
-    """Supplier of `AsyncMapP`."""
-
-    label = "map_using_service_async"
+class MapUsingServiceAsync(ProcessorSupplier):
+    """Supplier of `AsyncMapP`; its params are those of `AsyncMapP` (``fn`` is ``async_fn``)."""
 
     def __init__(
         self,
@@ -278,14 +268,19 @@ class MapUsingServiceAsync(_ServiceSupplier):
         preserve_order: bool = True,
         timestamped: bool = False,
     ):
-        super().__init__(service_factory, async_fn, timestamped)
+        label = "map_using_service_async"
+        _check_service(label, service_factory, async_fn)
         if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
-            raise JetbenchError(f"{self.label}: max_concurrent must be an int >= 1, got {max_concurrent!r}")
-        self.max_concurrent = max_concurrent
-        self.preserve_order = preserve_order
+            raise JetbenchError(f"{label}: max_concurrent must be an int >= 1, got {max_concurrent!r}")
+        super().__init__(AsyncMapP, service_factory, async_fn, max_concurrent, preserve_order, timestamped,
+                         label=label)
 
-    def __call__(self) -> AsyncMapP:
-        return AsyncMapP(self.service_factory, self.fn, self.max_concurrent, self.preserve_order, self.timestamped)
+    @property
+    def fn(self) -> Callable[[Any, Any], Awaitable[Any]]:
+        return self.params["async_fn"]
+
+    def __repr__(self) -> str:
+        return f"{self.label}({getattr(self.fn, '__name__', self.fn)})"
 
 
 def map_using_service_async(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.processor import Processor
+from .supplier import ProcessorSupplier
 
 
 class CollectSinkP(Processor):
@@ -22,11 +23,11 @@ class CollectSinkP(Processor):
         return self.items
 
 
-class CollectSink:
+class CollectSink(ProcessorSupplier):
     """Supplier of `CollectSinkP`."""
 
-    def __call__(self) -> CollectSinkP:
-        return CollectSinkP()
+    def __init__(self) -> None:
+        super().__init__(CollectSinkP, label="collect_sink")
 
     @staticmethod
     def merge_results(parts: list[list[Any]]) -> list[Any]:

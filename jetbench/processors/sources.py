@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ._emit import EmittingProcessor
+from .supplier import ProcessorSupplier
 
 
 class ItemsSourceP(EmittingProcessor):
@@ -31,8 +32,8 @@ class ItemsSourceP(EmittingProcessor):
         return self._emitter.emit_from(self._iterator)
 
 
-class ItemsSource:
-    """Supplier of `ItemsSourceP` over one iterable.
+class ItemsSource(ProcessorSupplier):
+    """Supplier of `ItemsSourceP` over one iterable (its param ``items``).
 
     >>> from jetbench import DAG, Edge, ExecutionService
     >>> from jetbench.processors import collect_sink
@@ -44,10 +45,7 @@ class ItemsSource:
     """
 
     def __init__(self, items: Iterable[Any]):
-        self.items = items
-
-    def __call__(self) -> ItemsSourceP:
-        return ItemsSourceP(self.items)
+        super().__init__(ItemsSourceP, items, label="items_source")
 
     def __repr__(self) -> str:
         return f"items_source({type(self.items).__name__})"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._emit import EmittingProcessor
+from .supplier import ProcessorSupplier
 
 MAP, FILTER, FLAT_MAP = "map", "filter", "flat_map"
 
@@ -162,14 +163,11 @@ class TransformP(EmittingProcessor):
         return self._emitter.flush()
 
 
-class TransformSupplier:
-    """Supplier of `TransformP`; ``transform`` is public so planners can fuse suppliers."""
+class TransformSupplier(ProcessorSupplier):
+    """Supplier of `TransformP`; its param ``transform`` is public so planners can fuse suppliers."""
 
     def __init__(self, transform: Transform):
-        self.transform = transform
-
-    def __call__(self) -> TransformP:
-        return TransformP(self.transform)
+        super().__init__(TransformP, transform, label="transform")
 
     def __repr__(self) -> str:
         return repr(self.transform)

@@ -46,6 +46,7 @@ from ..core.errors import JetbenchError
 from ..core.items import IDLE_MESSAGE, Watermark
 from ..core.processor import Processor
 from ._emit import Emitter
+from .supplier import ProcessorSupplier
 
 _first = itemgetter(0)
 
@@ -204,20 +205,13 @@ def _check_args(ts_fn: Any, allowed_lag: Any, throttle_frame: Any) -> None:
         )
 
 
-class InsertWatermarks:
-    """Supplier of `InsertWatermarksP`."""
+class InsertWatermarks(ProcessorSupplier):
+    """Supplier of `InsertWatermarksP`; its params are those of `InsertWatermarksP`."""
 
     def __init__(self, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms):
         _check_args(ts_fn, allowed_lag, throttle_frame)
-        self.ts_fn = ts_fn
-        self.allowed_lag = allowed_lag
-        self.throttle_frame = throttle_frame
-        self.idle_timeout_ms = idle_timeout_ms
-
-    def __call__(self) -> InsertWatermarksP:
-        return InsertWatermarksP(
-            self.ts_fn, self.allowed_lag, self.throttle_frame, self.idle_timeout_ms
-        )
+        super().__init__(InsertWatermarksP, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms,
+                         label="insert_watermarks")
 
     def __repr__(self) -> str:
         return f"insert_watermarks(lag={self.allowed_lag}, frame={self.throttle_frame})"

@@ -1,0 +1,88 @@
+"""`ProcessorSupplier`: the generic vertex supplier, a processor class and the arguments to make
+each instance with.
+
+Most built-in suppliers are one: they check their arguments, then hand the processor class and
+the arguments to `ProcessorSupplier`, which keeps them by parameter name in ``params`` (so tools
+such as the DAG builder can read what a vertex does) and calls the class once per instance.
+
+>>> from jetbench.processors.join import HashJoinP
+>>> s = ProcessorSupplier(HashJoinP, len, abs, how="left", label="join")
+>>> s.params["how"], s.right_key, s
+('left', <built-in function abs>, join)
+>>> p = s()
+>>> type(p).__name__, p.how
+('HashJoinP', 'left')
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..core.errors import JetbenchError
+
+
+class ProcessorSupplier:
+    """Calls ``processor(*args, **kwargs)`` for every parallel instance of a vertex.
+
+    ``params`` maps each parameter of ``processor`` to its value (defaults filled in) and is
+    what the call uses; its entries also read as attributes (``supplier.key_fn``). ``label``
+    is the repr. ``merge_results``, when given, merges the instances' ``result_part()`` into
+    the job's result (see `jetbench.core.plan.collect_result`). Arguments that do not fit the
+    processor's signature raise `JetbenchError` here, not in the job.
+    """
+
+    def __init__(self, processor: Callable[..., Any], /, *args: Any, label: str | None = None,
+                 merge_results: Callable[[list], Any] | None = None, **kwargs: Any):
+        if not callable(processor):
+            raise JetbenchError(f"ProcessorSupplier needs a processor class or factory, got {processor!r}")
+        try:
+            signature = inspect.signature(processor)
+            bound = signature.bind(*args, **kwargs)
+        except (TypeError, ValueError) as exc:
+            name = getattr(processor, "__name__", processor)
+            raise JetbenchError(f"{label or name}: {exc}") from None
+        bound.apply_defaults()
+        self.processor = processor
+        #: the processor's arguments by parameter name (``*args`` / ``**kwargs`` under their own names)
+        self.params: dict[str, Any] = dict(bound.arguments)
+        self._kinds = {p.name: p.kind for p in signature.parameters.values()}
+        self.label = label or getattr(processor, "__name__", type(processor).__name__)
+        if merge_results is not None:
+            self.merge_results = merge_results
+
+    def __call__(self) -> Any:
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        kinds = self._kinds
+        for name, value in self.params.items():
+            kind = kinds[name]
+            if kind is inspect.Parameter.POSITIONAL_ONLY:
+                args.append(value)
+            elif kind is inspect.Parameter.VAR_POSITIONAL:
+                args.extend(value)
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                kwargs.update(value)
+            else:
+                kwargs[name] = value
+        return self.processor(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # only called when normal lookup fails; guard against recursion while unpickling
+        params = self.__dict__.get("params")
+        if params is not None and not name.startswith("__") and name in params:
+            return params[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+def supplier(processor: Callable[..., Any], /, *args: Any, label: str | None = None,
+             merge_results: Callable[[list], Any] | None = None, **kwargs: Any) -> ProcessorSupplier:
+    """A vertex supplier making ``processor(*args, **kwargs)`` per instance (see `ProcessorSupplier`)."""
+    return ProcessorSupplier(processor, *args, label=label, merge_results=merge_results, **kwargs)
+
+
+__all__ = ["ProcessorSupplier", "supplier"]
