@@ -3,6 +3,12 @@
 One server per test module, bound to 127.0.0.1 with a random token and fresh config, data,
 runtime, settings and workspace directories; Debian's Chromium (``/usr/bin/chromium``) driven
 by pip's Playwright. Missing pieces make the tests fail with what to install, never skip.
+
+The same server serves both front ends: JupyterLab 4 at ``/lab`` and, with the ``notebook``
+package installed, Notebook 7 at ``/notebooks/NAME.ipynb``; the page helpers take
+``ui="lab"`` or ``ui="notebook"``. Both expose ``window.jupyterapp`` and the same notebook
+DOM (``.jp-NotebookPanel``, ``.jp-CodeCell``, ``.jp-InputPrompt``), so only the URL and the
+kernel-ready signal differ.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 KERNEL_IDLE = '.jp-StatusBar-TextItem:text-matches("ipykernel[)] [|] Idle$")'
+#: Notebook 7 has no status bar: ask the app whether the notebook's kernel exists and is idle
+NOTEBOOK7_KERNEL_IDLE = (
+    "() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'"
+)
+UIS = ("lab", "notebook")
 SETUP_HINT = "run `bash scripts/setup.sh` (installs Debian's chromium and the dev extras, as CI does)"
 
 
@@ -68,7 +79,12 @@ class Lab:
     process: subprocess.Popen
     log: Path
 
-    def notebook_url(self, name: str) -> str:
+    def notebook_url(self, name: str, ui: str = "lab") -> str:
+        """``name`` in JupyterLab (``ui="lab"``) or in Notebook 7 (``ui="notebook"``)."""
+        if ui == "notebook":
+            return f"{self.url}/notebooks/{name}?token={self.token}"
+        if ui != "lab":
+            raise ValueError(f"ui must be one of {UIS}, got {ui!r}")
         # a workspace of its own per notebook: nothing of an earlier test is restored
         workspace = Path(name).stem
         return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?token={self.token}"
@@ -110,6 +126,10 @@ def start_lab(base: Path) -> Lab:
     notification.mkdir(parents=True)
     (notification / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    # Notebook 7 (the `notebook` server extension) exposes window.jupyterapp too, as Lab does
+    (base / "config" / "jupyter_server_config.json").write_text(
+        json.dumps({"JupyterNotebookApp": {"expose_app_in_browser": True}})
     )
     env.pop("JUPYTER_PATH", None)
     env["PYTHONUNBUFFERED"] = "1"
@@ -161,9 +181,25 @@ def write_notebook(path: Path, cells: list[str]) -> None:
 
 # ------------------------------------------------------------------------------ page helpers
 
-def open_notebook(page: Any, lab: Lab, name: str) -> None:
-    page.goto(lab.notebook_url(name))
-    page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+def require_notebook7() -> None:
+    """Fail (not skip) when Notebook 7 is missing."""
+    try:
+        from notebook import __version__ as version
+    except ImportError:
+        version = "0"
+    if int(version.split(".")[0]) < 7:
+        pytest.fail(f"the Notebook 7 tests need the pip package notebook>=7: {SETUP_HINT}", pytrace=False)
+
+
+def open_notebook(page: Any, lab: Lab, name: str, ui: str = "lab") -> None:
+    """Open ``name`` in JupyterLab or Notebook 7 and wait until its kernel is idle."""
+    if ui == "notebook":
+        require_notebook7()
+    page.goto(lab.notebook_url(name, ui))
+    if ui == "notebook":
+        page.wait_for_function(NOTEBOOK7_KERNEL_IDLE, timeout=60_000)
+    else:
+        page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
 
 
 def run_all(page: Any, cells: int, timeout_ms: int = 60_000) -> None:

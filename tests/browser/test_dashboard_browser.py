@@ -1,9 +1,9 @@
-"""The live job dashboard in a real JupyterLab 4 + Chromium: what a user sees and does.
+"""The live job dashboard in a real JupyterLab 4 and Notebook 7 + Chromium: what a user sees and does.
 
-One server for the module. The notebook (written here) runs a job in the background with a
-dashboard attached: a rate-limited source, a map on two instances, and a sink on its own thread
-whose slowness a later cell switches on. The tests read the widget's DOM, move its controls and
-check their effect in the kernel.
+One server for the module (it serves both front ends). The notebook (written here) runs a job in
+the background with a dashboard attached: a rate-limited source, a map on two instances, and a
+sink on its own thread whose slowness a later cell switches on. The tests read the widget's DOM,
+move its controls and check their effect in the kernel.
 """
 
 from __future__ import annotations
@@ -55,9 +55,11 @@ def number(page, selector: str) -> float:
     return float(value) if value not in (None, "") else float("nan")
 
 
-def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
-    write_notebook(lab.root / "live.ipynb", [SETUP, START])
-    open_notebook(page, lab, "live.ipynb")
+def start_live_dashboard(page, lab, name: str, ui: str = "lab"):
+    """Open a notebook running the demo job with its dashboard in ``ui``; return the widget once
+    it shows the job's tasklets and its counters have risen while the job runs."""
+    write_notebook(lab.root / name, [SETUP, START])
+    open_notebook(page, lab, name, ui)
     run_all(page, 2)
     dash = page.locator(DASH)
     dash.wait_for()
@@ -79,6 +81,22 @@ def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
     )
     after = number(page, src_out), number(page, sink_in)
     assert after[0] > before[0] and after[1] > before[1]
+    return dash
+
+
+def cancel_from_the_view(page) -> None:
+    """Press the dashboard's cancel button; the job ends cancelled and the view freezes."""
+    page.locator(f"{DASH} button.jb-cancel").click()
+    page.wait_for_function(
+        f"""() => document.querySelector('{DASH} .jb-status')?.dataset.status === 'cancelled'
+            && document.querySelector('{DASH}').dataset.final === 'true'"""
+    )
+    assert "cancelled" in page.locator(f"{DASH} .jb-error").inner_text()
+    assert page.locator(f"{DASH} button.jb-cancel").is_disabled()
+
+
+def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
+    dash = start_live_dashboard(page, lab, "live.ipynb")
 
     # the CPU plot has points (process CPU, one per tick)
     page.wait_for_function(
@@ -126,13 +144,7 @@ def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
     screenshot(dash, "dashboard-idle.png")
 
     # cancel: the job is cancelled, the view frozen, every jetbench thread gone
-    page.locator(f"{DASH} button.jb-cancel").click()
-    page.wait_for_function(
-        f"""() => document.querySelector('{DASH} .jb-status')?.dataset.status === 'cancelled'
-            && document.querySelector('{DASH}').dataset.final === 'true'"""
-    )
-    assert "cancelled" in page.locator(f"{DASH} .jb-error").inner_text()
-    assert page.locator(f"{DASH} button.jb-cancel").is_disabled()
+    cancel_from_the_view(page)
     out = run_new_cell(
         page,
         'dash.join(10); [w.thread.join(10) for w in job.workers]; '
@@ -140,6 +152,22 @@ def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
     )
     assert "STATUS cancelled []" in out, out
     screenshot(dash, "dashboard-cancelled.png")
+
+
+def test_dashboard_in_notebook7(lab, page):
+    """The same widget in the Notebook 7 front end (served by the same server at /notebooks/)."""
+    dash = start_live_dashboard(page, lab, "notebook7.ipynb", ui="notebook")
+    assert page.locator("#main-panel .jp-NotebookPanel").count() == 1  # Notebook 7's single-document shell
+    assert page.locator(".jp-LabShell").count() == 0
+    edges = [q.get_attribute("data-edge") for q in page.locator(f"{DASH} .jb-queue").all()]
+    assert edges == ["source → double #0", "double → sink #0"], edges
+    page.wait_for_function(
+        f"() => document.querySelectorAll('{DASH} svg.jb-cpu-plot circle.jb-pt').length >= 3"
+    )
+    screenshot(dash, "notebook7-dashboard-running.png")
+    page.screenshot(path=str(ARTIFACTS / "notebook7-page.png"))
+    cancel_from_the_view(page)  # browser -> kernel messages reach the job in Notebook 7 too
+    screenshot(dash, "notebook7-dashboard-cancelled.png")
 
 
 FAILING = """\
