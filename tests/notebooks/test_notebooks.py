@@ -32,6 +32,7 @@ MUST_DISPLAY = {
     "02-cooperative-scheduling": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
     "03-backpressure-and-queues": {"image/png", "image/svg+xml"},
     "04-idle-cpu-experiment": {"image/png", "image/svg+xml"},
+    "05-spark-scale-out": {"image/svg+xml", "text/html"},
     "06-writing-processors": set(),
     "07-event-time-and-windows": {"text/html"},
 }
