@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import time
 
 import pytest
@@ -11,6 +12,7 @@ from jetbench import DAG, Edge, ExecutionService, Pipeline, sinks, sources
 from jetbench.core.processor import Processor
 from jetbench.notebook.builder import BuilderError, BuilderModel, Palette
 from jetbench.processors import (
+    AggregateOperation,
     aggregate_by_key,
     collect_sink,
     counting,
@@ -72,7 +74,7 @@ def test_palette_offers_sources_transforms_aggregates_windows_sinks_and_register
     assert {"items", "generator", "files", "map", "filter", "flat_map", "aggregate_by_key", "accumulate_by_key",
             "combine_by_key", "insert_watermarks", "window", "collect", "noop", "processor"} <= ids
     cats = [k.category for k in p.kinds()]
-    assert cats == sorted(cats, key=["source", "transform", "aggregate", "window", "sink", "custom"].index)
+    assert cats == sorted(cats, key=["source", "transform", "aggregate", "join", "window", "sink", "custom"].index)
     kind = p.register(Tripler)
     assert kind.id == "processor:Tripler" and kind.preset == {"cls": f"{__name__}.Tripler"}
     assert kind.description == "Emits 3 * x for every item."
@@ -295,13 +297,17 @@ def test_layout_is_layered_left_to_right():
 # ------------------------------------------------------------------------------ from a DAG, to code
 
 
+#: counting, written by hand: the builder cannot show it as one of its operations
+COUNT_BY_HAND = AggregateOperation(create=int, accumulate=lambda acc, x: acc + 1, combine=operator.add)
+
+
 def code_dag() -> DAG:
     dag = DAG()
     src = dag.new_vertex("source", items_source(list(range(30))), 1)
     double = dag.new_vertex("double", map_processor(lambda v: v * 2), 2)
     keep = dag.new_vertex("keep", filter_processor(lambda x: x % 3 != 0))
     split = dag.new_vertex("split", flat_map_processor(lambda x: [x, x + 1]), 2)
-    count = dag.new_vertex("count", aggregate_by_key(lambda x: x % 4, counting), 1)  # opaque: op is hidden
+    count = dag.new_vertex("count", aggregate_by_key(lambda x: x % 4, COUNT_BY_HAND), 1)  # opaque: a hand-made op
     out = dag.new_vertex("out", collect_sink(), 1)
     gen = dag.new_vertex("gen", GeneratorSource(1000.0, timestamped=False, count=5), 1)
     wm = dag.new_vertex("wm", insert_watermarks(lambda x: x * 10, 5, 100), 1)
@@ -335,8 +341,12 @@ def test_import_a_dag_maps_known_suppliers_to_palette_kinds_and_keeps_others_opa
     assert params["keep"] == {"fn": "x % 3 != 0"}
     assert params["split"] == {"fn": "[x, x + 1]"}
     assert params["source"] == {"items": repr(list(range(30)))}
-    assert params["wm"] == {"ts": "x * 10", "allowed_lag": 5, "throttle_frame": 100}
+    assert params["wm"] == {"ts": "x * 10", "allowed_lag": 5, "throttle_frame": 100, "idle_timeout_ms": 60_000}
     assert params["count"]["label"] == "aggregate_by_key"
+    assert params["count"]["reason"].startswith("its aggregate operation is hand-made")
+    assert [p.to_json() for p in m.notes()] == [
+        {"target": "vertex", "id": m.vertex("count")["id"], "level": "info",
+         "message": "opaque: " + params["count"]["reason"]}]
     assert m.edge(m.edges[1]["id"])["key"] == "x % 5"
     assert m.problems() == []
     assert shape(m.to_dag()) == shape(code_dag())

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import ast
 import copy
-import inspect
 import json
 import os
 import re
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,19 +34,25 @@ from .palette import (
     OPS,
     ROUTINGS,
     BuilderError,
+    Kind,
     Palette,
     check_code,
     check_expr,
+    check_steps,
     class_path,
     compile_function,
     function_source,
     lambda_source,
+    parse_steps,
+    steps_text,
 )
+from .readback import Unreadable, function_code
 
 FORMAT = "jetbench-dag-builder"
 VERSION = 1
 NODE_W, NODE_H, GAP_X, GAP_Y = 170, 64, 90, 40
 HISTORY_LIMIT = 200
+_NOT_TAKEN = object()
 
 
 @dataclass(frozen=True)
@@ -86,8 +90,13 @@ class BuilderModel:
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.vertices: list[dict[str, Any]] = []
         self.edges: list[dict[str, Any]] = []
-        #: supplier objects of "custom" vertices (imported from a DAG), by vertex id
+        #: supplier objects of "custom" vertices (imported from a DAG), by vertex id; and key
+        #: functions of partitioned edges that could not be shown as text, by edge id
         self.suppliers: dict[str, Any] = {}
+        #: the DAG or Pipeline the document was loaded from (`load_dag`), which `refresh` reads
+        self.source: Any = None
+        self._base: _Imported | None = None
+        self._source_print: Any = None
         self._next = 1
         self._undo: list[str] = []
         self._redo: list[str] = []
@@ -174,7 +183,8 @@ class BuilderModel:
 
     def add_vertex(self, kind: str, name: str | None = None, params: dict[str, Any] | None = None,
                    parallelism: int | None = None, x: float | None = None, y: float | None = None) -> str:
-        """Add a vertex of palette ``kind``; returns its id. Unset params take the kind's defaults."""
+        """Add a vertex of palette ``kind``; returns its id. Unset params take the kind's defaults,
+        an unset parallelism the kind's (None, the service's default, for most kinds)."""
         k = self.palette.kind(kind)
         if k is None:
             raise BuilderError(f"unknown palette kind {kind!r}")
@@ -188,7 +198,8 @@ class BuilderModel:
         self._record()
         vid = self._new_id("v")
         base = name or (kind.split(":", 1)[1] if ":" in kind else kind)
-        self.vertices.append(_vertex(vid, kind, self._unique_name(base), values, parallelism, x, y))
+        lp = k.parallelism if parallelism is None else parallelism
+        self.vertices.append(_vertex(vid, kind, self._unique_name(base), values, lp, x, y))
         self._changed()
         return vid
 
@@ -216,10 +227,12 @@ class BuilderModel:
         return False
 
     def connect(self, source: str, target: str, source_ordinal: int | None = None,
-                target_ordinal: int | None = None, routing: str = "unicast", key: str = "",
-                queue_size: int = DEFAULT_QUEUE_SIZE, priority: int = 0) -> str:
-        """Add an edge (vertex ids or names); ordinals default to the next free ones. A connection
-        that would close a cycle is refused with `BuilderError`."""
+                target_ordinal: int | None = None, routing: str | None = None, key: str | None = None,
+                queue_size: int = DEFAULT_QUEUE_SIZE, priority: int | None = None) -> str:
+        """Add an edge (vertex ids or names); ordinals default to the lowest free ones. A connection
+        that would close a cycle, or go to an input a join does not have, is refused with
+        `BuilderError`. Routing, key and priority left unset take the target kind's defaults for
+        that input (a hash join's build side: broadcast, priority -1), else unicast."""
         s, t = self.vertex(source), self.vertex(target)
         if self.would_cycle(s["id"], t["id"]):
             raise BuilderError(f"refused: {s['name']} -> {t['name']} would create a cycle")
@@ -228,9 +241,17 @@ class BuilderModel:
             if k is not None and not getattr(k, has):
                 raise BuilderError(f"refused: {v['name']} ({v['kind']}) has no {role}")
         if source_ordinal is None:
-            source_ordinal = len([e for e in self.edges if e["source"] == s["id"]])
+            source_ordinal = _lowest_free(e["source_ordinal"] for e in self.edges if e["source"] == s["id"])
         if target_ordinal is None:
-            target_ordinal = len([e for e in self.edges if e["target"] == t["id"]])
+            target_ordinal = _lowest_free(e["target_ordinal"] for e in self.edges if e["target"] == t["id"])
+        kind = self.palette.kind(t["kind"])
+        if kind is not None and kind.in_ports and isinstance(target_ordinal, int) \
+                and not 0 <= target_ordinal < len(kind.in_ports):
+            raise BuilderError(f"refused: {t['name']} ({kind.label}) has inputs {_ports(kind)} only")
+        defaults = kind.edge_defaults(t["params"], target_ordinal) if kind is not None and kind.edge_defaults else {}
+        routing = defaults.get("routing", "unicast") if routing is None else routing
+        key = defaults.get("key", "") if key is None else key
+        priority = defaults.get("priority", 0) if priority is None else priority
         if routing not in ROUTINGS:
             raise BuilderError(f"routing must be one of {ROUTINGS}, got {routing!r}")
         self._record()
@@ -379,15 +400,23 @@ class BuilderModel:
                                            "only its label)"))
             inbound = [e for e in self.edges if e["target"] == vid]
             outbound = [e for e in self.edges if e["source"] == vid]
-            if kind.inputs and not inbound:
+            if kind.in_ports:
+                for msg in _port_problems(kind, [e["target_ordinal"] for e in inbound]):
+                    add(Problem("vertex", vid, msg))
+            elif kind.inputs and not inbound:
                 add(Problem("vertex", vid, "input not connected"))
             if kind.outputs and not kind.inputs and not outbound:
                 add(Problem("vertex", vid, "output not connected", "warning"))
             for edges_, direction, field_ in ((inbound, "inbound", "target_ordinal"),
                                               (outbound, "outbound", "source_ordinal")):
+                if direction == "inbound" and kind.in_ports:
+                    continue
                 msg = _ordinal_problem([e[field_] for e in edges_], direction)
                 if msg:
                     add(Problem("vertex", vid, msg))
+            if kind.check is not None:
+                for msg, level in kind.check(v, inbound, outbound):
+                    add(Problem("vertex", vid, msg, level))
         cyclic = self._cyclic_edges()
         for e in self.edges:
             eid = e["id"]
@@ -479,10 +508,17 @@ class BuilderModel:
         return {e["id"] for e in self.edges
                 if e["source"] in comp and e["target"] in comp and comp[e["source"]] == comp[e["target"]]}
 
+    def notes(self) -> list[Problem]:
+        """Things to know that are not problems (level "info"): why a vertex imported from code is
+        opaque (kept as an object, not editable as code)."""
+        return [Problem("vertex", v["id"], f"opaque: {v['params']['reason']}", "info") for v in self.vertices
+                if v["kind"] == "custom" and v["params"].get("reason")]
+
     def problems_json(self) -> dict[str, Any]:
-        """Problems grouped for the front end: ``{"vertices": {id: [...]}, "edges": {...}, "dag": [...]}``."""
+        """Problems and notes grouped for the front end, each with its level ("error", "warning",
+        "info"): ``{"vertices": {id: [...]}, "edges": {...}, "dag": [...]}``."""
         grouped: dict[str, Any] = {"vertices": {}, "edges": {}, "dag": []}
-        for p in self.problems():
+        for p in self.problems() + self.notes():
             if p.target == "dag":
                 grouped["dag"].append(p.to_json())
             else:
@@ -518,14 +554,11 @@ class BuilderModel:
             return self.suppliers[v["id"]]
         kind = self.palette.kind(v["kind"])
         params = v["params"]
-        fns: dict[str, Any] = {}
-        for p in kind.params:
-            if p.type == "code":
-                code = params.get(p.name) or ""
-                if not code.strip() or (p.name == "value" and not OPS.get(params.get("op"))):
-                    fns[p.name] = None
-                else:
-                    fns[p.name] = compile_function(code, p.args, self.namespace, f"{v['name']}.{p.name}")
+
+        def define(code: str, args: tuple[str, ...], asynchronous: bool, what: str) -> Any:
+            return compile_function(code, args, self.namespace, f"{v['name']}.{what}", asynchronous)
+
+        fns = _functions(kind, params, define)
         try:
             return kind.build(params, fns, self.namespace)
         except BuilderError:
@@ -548,84 +581,380 @@ class BuilderModel:
         except BuilderError:
             return vid
 
-    # ------------------------------------------------------------------------ from a DAG
+    # ------------------------------------------------------------------------ from code: DAG / Pipeline
 
     def load_dag(self, dag: Any) -> None:
-        """Replace the document by ``dag`` (a `DAG` or a `Pipeline`), laid out automatically.
+        """Replace the document by ``dag`` (a `DAG`, or a `Pipeline` planned now), as one undo step.
 
         Suppliers the palette knows become editable vertices with their code as text; any other
-        supplier becomes a "custom" vertex holding the object itself."""
-        if hasattr(dag, "to_dag") and not isinstance(dag, DAG):
-            dag = dag.to_dag()
+        supplier becomes a "custom" vertex holding the object itself, with the reason in its
+        ``reason`` parameter. Vertices named like ones already in the document keep their id and
+        position; the others are laid out. ``dag`` is remembered as `source` for `refresh`.
+        """
+        imported = self._import(dag)
         self._record()
+        kept = {v["name"]: v for v in self.vertices}
         self.vertices, self.edges, self.suppliers = [], [], {}
-        ids = {}
-        for vertex in dag.vertices:
-            kind, params = self._import_supplier(vertex.supplier)
-            vid = self._new_id("v")
-            ids[vertex.name] = vid
-            self.vertices.append(_vertex(vid, kind, vertex.name, params, vertex.local_parallelism, 0, 0))
-            if kind == "custom":
-                self.suppliers[vid] = vertex.supplier
-        for edge in dag.edges:
-            key = ""
-            if edge.routing is Routing.PARTITIONED:
-                key = _fn_code(edge.key_fn) or ""
-            self.edges.append({"id": self._new_id("e"), "source": ids[edge.source.name],
-                               "target": ids[edge.destination.name], "source_ordinal": edge.source_ordinal,
-                               "target_ordinal": edge.destination_ordinal, "routing": edge.routing.value,
-                               "key": key, "queue_size": edge.edge_queue_size, "priority": edge.edge_priority})
-            if edge.routing is Routing.PARTITIONED and not key:
-                # a key function we cannot show as text: keep the function itself
-                self.suppliers[self.edges[-1]["id"]] = edge.key_fn
-        self._layout()
+        new: list[str] = []
+        for name, rec in imported.vertices.items():
+            old = kept.get(name)
+            vid = old["id"] if old is not None else self._new_id("v")
+            x, y = (old["x"], old["y"]) if old is not None else (0.0, 0.0)
+            self.vertices.append(_vertex(vid, rec["kind"], name, copy.deepcopy(rec["params"]), rec["parallelism"], x, y))
+            if old is None:
+                new.append(vid)
+            if name in imported.suppliers:
+                self.suppliers[vid] = imported.suppliers[name]
+        for key, rec in imported.edges.items():
+            self._add_imported_edge(key, rec, imported)
+        if len(new) == len(self.vertices):
+            self._layout()
+        else:
+            self._place(new)
+        self._remember(dag, imported)
         self._changed()
 
+    def refresh(self, force: bool = False) -> bool:
+        """Bring in what changed in code in the `source` DAG or Pipeline since it was loaded (or
+        last refreshed); True if anything did. One undo step.
+
+        A three-way merge by vertex name (edges by their ends and ordinals): what the code
+        added, changed or removed is applied to the document, and edits made in the builder to
+        anything else stay. Where both changed the same vertex or edge, the code's version
+        wins. A Pipeline is planned again. Unchanged sources are noticed cheaply (identity of
+        suppliers and functions); ``force=True`` re-reads the source anyway.
+
+        >>> from jetbench import DAG, Edge
+        >>> from jetbench.processors import collect_sink, items_source, map_processor
+        >>> dag = DAG()
+        >>> src = dag.new_vertex("src", items_source(range(3)))
+        >>> out = dag.new_vertex("out", collect_sink())
+        >>> _ = dag.edge(Edge.between(src, out))
+        >>> m = BuilderModel()
+        >>> m.load_dag(dag)
+        >>> m.update_vertex("out", parallelism=1)        # an edit in the builder
+        >>> sq = dag.new_vertex("square", map_processor(lambda x: x * x))   # edits in code
+        >>> _ = dag.edge(Edge.between(src, sq))
+        >>> m.refresh()
+        True
+        >>> [(v["name"], v["kind"], v["params"], v["parallelism"]) for v in m.vertices]
+        [('src', 'items', {'items': 'range(0, 3)'}, None), ('out', 'collect', {}, 1), ('square', 'map', {'fn': 'x * x'}, None)]
+        >>> m.refresh()
+        False
+        """
+        source = self.source
+        if source is None:
+            return False
+        fingerprint = _fingerprint(source)
+        if not force and fingerprint is not None and fingerprint == self._source_print:
+            return False
+        theirs = self._import(source)
+        base = self._base if self._base is not None else _Imported()
+        if not force and _same_import(base, theirs):
+            self._source_print = fingerprint
+            self._base = theirs  # fresh objects (a re-planned pipeline): use them from now on
+            self._adopt_objects(theirs)
+            return False
+        self._record()
+        self._merge(base, theirs)
+        self._remember(source, theirs, fingerprint)
+        self._changed()
+        return True
+
+    def _remember(self, source: Any, imported: _Imported, fingerprint: Any = _NOT_TAKEN) -> None:
+        self.source = source
+        self._base = imported
+        self._source_print = _fingerprint(source) if fingerprint is _NOT_TAKEN else fingerprint
+
+    def _adopt_objects(self, theirs: _Imported) -> None:
+        """Use the supplier and key objects of a new import for the vertices still custom."""
+        for v in self.vertices:
+            if v["kind"] == "custom" and v["name"] in theirs.suppliers:
+                self.suppliers[v["id"]] = theirs.suppliers[v["name"]]
+        names = {v["id"]: v["name"] for v in self.vertices}
+        for e in self.edges:
+            key = (names.get(e["source"]), e["source_ordinal"], names.get(e["target"]), e["target_ordinal"])
+            if e["id"] in self.suppliers and key in theirs.keys:
+                self.suppliers[e["id"]] = theirs.keys[key]
+
+    def _merge(self, base: _Imported, theirs: _Imported) -> None:
+        mine = {v["name"]: v for v in self.vertices}
+        new: list[str] = []
+        for name, rec in theirs.vertices.items():
+            old = base.vertices.get(name)
+            v = mine.get(name)
+            if old is not None and _vertex_rec(old) == _vertex_rec(rec):
+                if v is not None and v["kind"] == "custom" and name in theirs.suppliers:
+                    self.suppliers[v["id"]] = theirs.suppliers[name]
+                continue
+            if v is None:  # added in code (or changed in code after it was deleted here)
+                v = _vertex(self._new_id("v"), rec["kind"], name, {}, None, 0, 0)
+                self.vertices.append(v)
+                mine[name] = v
+                new.append(v["id"])
+            v["kind"], v["params"], v["parallelism"] = rec["kind"], copy.deepcopy(rec["params"]), rec["parallelism"]
+            if name in theirs.suppliers:
+                self.suppliers[v["id"]] = theirs.suppliers[name]
+            else:
+                self.suppliers.pop(v["id"], None)
+        gone = {mine[name]["id"] for name in base.vertices.keys() - theirs.vertices.keys() if name in mine}
+        if gone:
+            self.edges = [e for e in self.edges if e["source"] not in gone and e["target"] not in gone]
+            self.vertices = [v for v in self.vertices if v["id"] not in gone]
+            for vid in gone:
+                self.suppliers.pop(vid, None)
+        names = {v["id"]: v["name"] for v in self.vertices}
+        current = {(names[e["source"]], e["source_ordinal"], names[e["target"]], e["target_ordinal"]): e
+                   for e in self.edges if e["source"] in names and e["target"] in names}
+        for key, rec in theirs.edges.items():
+            old = base.edges.get(key)
+            e = current.get(key)
+            if old is not None and _edge_rec(old) == _edge_rec(rec):
+                if e is not None and e["id"] in self.suppliers and key in theirs.keys:
+                    self.suppliers[e["id"]] = theirs.keys[key]
+                continue
+            if e is None:
+                self._add_imported_edge(key, rec, theirs)
+                continue
+            e.update({f: rec[f] for f in ("routing", "key", "queue_size", "priority")})
+            if key in theirs.keys:
+                self.suppliers[e["id"]] = theirs.keys[key]
+            else:
+                self.suppliers.pop(e["id"], None)
+        for key in base.edges.keys() - theirs.edges.keys():
+            e = current.get(key)
+            if e is not None:
+                self.edges.remove(e)
+                self.suppliers.pop(e["id"], None)
+        self._place([vid for vid in new if vid in names])
+
+    def _add_imported_edge(self, key: tuple, rec: dict[str, Any], imported: _Imported) -> None:
+        ids = {v["name"]: v["id"] for v in self.vertices}
+        if key[0] not in ids or key[2] not in ids:
+            return  # an end was deleted here: the edge has nothing to attach to
+        eid = self._new_id("e")
+        self.edges.append({"id": eid, "source": ids[key[0]], "target": ids[key[2]], "source_ordinal": key[1],
+                           "target_ordinal": key[3], "routing": rec["routing"], "key": rec["key"],
+                           "queue_size": rec["queue_size"], "priority": rec["priority"]})
+        if key in imported.keys:
+            self.suppliers[eid] = imported.keys[key]
+
+    def _place(self, vids: list[str]) -> None:
+        """Positions for new vertices next to placed ones: right of their producers (else left of
+        their consumers), moved down until they overlap nothing."""
+        if not vids:
+            return
+        pending = set(vids)
+        by_id = {v["id"]: v for v in self.vertices}
+        for vid in self._topological(vids):
+            v = by_id[vid]
+            preds = [by_id[e["source"]] for e in self.edges if e["target"] == vid and e["source"] not in pending]
+            succs = [by_id[e["target"]] for e in self.edges if e["source"] == vid and e["target"] not in pending]
+            if preds:
+                x, y = max(p["x"] for p in preds) + NODE_W + GAP_X, sum(p["y"] for p in preds) / len(preds)
+            elif succs:
+                x, y = min(s["x"] for s in succs) - NODE_W - GAP_X, sum(s["y"] for s in succs) / len(succs)
+            else:
+                placed = [p for p in self.vertices if p["id"] not in pending]
+                x, y = 40.0, (max(p["y"] for p in placed) + NODE_H + GAP_Y) if placed else 40.0
+            others = [p for p in self.vertices if p["id"] not in pending]
+            while any(abs(p["x"] - x) < NODE_W and abs(p["y"] - y) < NODE_H + GAP_Y / 2 for p in others):
+                y += NODE_H + GAP_Y
+            v["x"], v["y"] = float(x), float(y)
+            pending.discard(vid)
+
+    def _topological(self, vids: list[str]) -> list[str]:
+        wanted, order, seen = set(vids), [], set()
+
+        def visit(vid: str) -> None:
+            if vid in seen:
+                return
+            seen.add(vid)
+            for e in self.edges:
+                if e["target"] == vid and e["source"] in wanted:
+                    visit(e["source"])
+            order.append(vid)
+
+        for vid in vids:
+            visit(vid)
+        return order
+
+    def _import(self, dag: Any) -> _Imported:
+        """``dag`` (a DAG or a Pipeline) read as document records, keyed by vertex name."""
+        if hasattr(dag, "to_dag") and not isinstance(dag, DAG):
+            dag = dag.to_dag()
+        if not isinstance(dag, DAG):
+            raise BuilderError(f"expected a jetbench DAG or Pipeline, got {dag!r}")
+        imported = _Imported()
+        for vertex in dag.vertices:
+            kind, params = self._import_supplier(vertex.supplier)
+            imported.vertices[vertex.name] = {"kind": kind, "params": params, "parallelism": vertex.local_parallelism}
+            if kind == "custom":
+                imported.suppliers[vertex.name] = vertex.supplier
+        for edge in dag.edges:
+            key = (edge.source.name, edge.source_ordinal, edge.destination.name, edge.destination_ordinal)
+            text = ""
+            if edge.routing is Routing.PARTITIONED:
+                try:
+                    text = function_code(edge.key_fn, ("x",), self.namespace)
+                except Unreadable:
+                    imported.keys[key] = edge.key_fn  # a key we cannot show as text: keep the function
+            imported.edges[key] = {"routing": edge.routing.value, "key": text, "queue_size": edge.edge_queue_size,
+                                   "priority": edge.edge_priority}
+        return imported
+
     def _import_supplier(self, supplier: Any) -> tuple[str, dict[str, Any]]:
+        """``(palette kind, params)`` for a supplier, or ``("custom", {"label", "reason"})``."""
+        try:
+            found = self._read_supplier(supplier)
+        except Unreadable as exc:
+            return "custom", {"label": _label(supplier), "reason": str(exc)}
+        if found is None:
+            return "custom", {"label": _label(supplier), "reason": "the palette has no kind for this supplier"}
+        kind_id, params = found
+        kind = self.palette.kind(kind_id)
+        if kind is None:
+            return "custom", {"label": _label(supplier), "reason": f"the palette has no {kind_id!r} kind here"}
+        values = kind.defaults()
+        values.update(params)
+        return kind_id, values
+
+    def _read_supplier(self, supplier: Any) -> tuple[str, dict[str, Any]] | None:
         from ...core.processor import Processor
-        from ...processors.connectors import FilesSource, GeneratorSource
+        from ...processors.aggregate import AggregateSupplier
+        from ...processors.connectors import (
+            CallbackSink,
+            FilesSink,
+            FilesSource,
+            GeneratorSource,
+            LatencySink,
+            PandasSink,
+            TestStreamSource,
+            ToDictSink,
+        )
+        from ...processors.join import CoGroup, HashJoin
+        from ...processors.service import MapUsingService, MapUsingServiceAsync
         from ...processors.sinks import CollectSink, NoopSinkP
         from ...processors.sources import ItemsSource
         from ...processors.transforms import TransformSupplier
         from ...processors.watermarks import InsertWatermarks
+        from ...processors.windows import WindowAggregate
 
-        custom = ("custom", {"label": _label(supplier)})
+        ns = self.namespace
+
+        def code(fn: Any, what: str, args: tuple[str, ...] = ("x",), asynchronous: bool = False) -> str:
+            try:
+                return function_code(fn, args, ns, asynchronous)
+            except Unreadable as exc:
+                raise Unreadable(f"{what}: {exc}") from None
+
+        def optional(fn: Any, what: str, args: tuple[str, ...] = ("x",)) -> str:
+            return "" if fn is None else code(fn, what, args)
+
+        def literal(value: Any, what: str) -> str:
+            text = _literal_code(value)
+            if text is None:
+                raise Unreadable(f"its {what} are a {type(value).__name__}, not a literal the builder can show")
+            return text
+
         if isinstance(supplier, ItemsSource):
-            text = _literal_code(supplier.items)
-            return ("items", {"items": text}) if text is not None else custom
+            return "items", {"items": literal(supplier.items, "items")}
+        if isinstance(supplier, TestStreamSource):
+            return "test_stream", {"events": literal(list(supplier.events), "events")}
         if isinstance(supplier, TransformSupplier):
             t = supplier.transform
-            if len(t.steps) == 1 and not t.timestamped:
-                step, fn = t.steps[0]
-                code = _fn_code(fn)
-                if code is not None:
-                    return step, {"fn": code}
-            return custom
+            steps = [(step, code(fn, f"step {i + 1} ({step})")) for i, (step, fn) in enumerate(t.steps)]
+            if len(steps) == 1 and not t.timestamped:
+                return steps[0][0], {"fn": steps[0][1]}
+            return "transform", {"steps": steps_text(steps), "timestamped": t.timestamped,
+                                 "keep_timestamps": t.keep_timestamps}
         if isinstance(supplier, GeneratorSource):
-            item_fn = "" if supplier.item_fn is None else _fn_code(supplier.item_fn, "s")
-            if item_fn is None:
-                return custom
             return "generator", {"rate_per_s": float(supplier.rate_per_s), "count": supplier.count,
-                                 "timestamped": bool(supplier.timestamped), "item_fn": item_fn}
+                                 "timestamped": bool(supplier.timestamped),
+                                 "item_fn": optional(supplier.item_fn, "item_fn", ("s",))}
         if isinstance(supplier, FilesSource):
             return "files", {"pattern": supplier.glob_pattern, "encoding": supplier.encoding}
         if isinstance(supplier, InsertWatermarks):
-            ts = "" if supplier.ts_fn is None else _fn_code(supplier.ts_fn)
-            if ts is None:
-                return custom
-            return "insert_watermarks", {"ts": ts, "allowed_lag": supplier.allowed_lag,
-                                         "throttle_frame": supplier.throttle_frame}
+            idle = supplier.idle_timeout_ms
+            return "insert_watermarks", {"ts": optional(supplier.ts_fn, "ts"), "allowed_lag": supplier.allowed_lag,
+                                         "throttle_frame": supplier.throttle_frame,
+                                         "idle_timeout_ms": "" if idle is None else idle}
+        if isinstance(supplier, AggregateSupplier):
+            kind_id = {"accumulate_by_key": "accumulate_by_key", "aggregate_by_key": "aggregate_by_key",
+                       "combine_by_key": "combine_by_key", "accumulate": "global_accumulate",
+                       "combine": "global_combine", "aggregate": "global_aggregate"}.get(supplier.label)
+            if kind_id is None:
+                return None
+            params = _read_op(supplier.op, code)
+            if kind_id in ("accumulate_by_key", "aggregate_by_key"):
+                params["key"] = code(supplier.key_fn, "key")
+            return kind_id, params
+        if isinstance(supplier, WindowAggregate):
+            wd = supplier.window_def
+            params = _read_op(supplier.op, code)
+            params["key"] = optional(supplier.key_fn, "key")
+            if wd.kind == "session":
+                params.update(window="session", gap=wd.gap)
+            else:
+                params.update(window="tumbling" if wd.is_tumbling else "sliding", size=wd.size, slide=wd.slide)
+            return "window", params
+        if isinstance(supplier, HashJoin):
+            return "hash_join", {"left_key": code(supplier.left_key, "left_key"),
+                                 "right_key": code(supplier.right_key, "right_key"), "how": supplier.how,
+                                 "timestamped": bool(supplier.timestamped)}
+        if isinstance(supplier, CoGroup):
+            return "co_group", {"left_key": code(supplier.left_key, "left_key"),
+                                "right_key": code(supplier.right_key, "right_key")}
+        if isinstance(supplier, MapUsingServiceAsync):
+            return "map_using_service_async", {
+                "service": code(supplier.service_factory, "service", ()),
+                "fn": code(supplier.fn, "fn", ("service", "x"), asynchronous=True),
+                "max_concurrent": supplier.max_concurrent, "preserve_order": bool(supplier.preserve_order),
+                "timestamped": bool(supplier.timestamped)}
+        if isinstance(supplier, MapUsingService):
+            return "map_using_service", {"service": code(supplier.service_factory, "service", ()),
+                                         "fn": code(supplier.fn, "fn", ("service", "x")),
+                                         "timestamped": bool(supplier.timestamped)}
         if isinstance(supplier, CollectSink):
             return "collect", {}
+        if isinstance(supplier, ToDictSink):
+            return "to_dict", {}
+        if isinstance(supplier, PandasSink):
+            return "pandas", {}
+        if isinstance(supplier, CallbackSink):
+            return "callback", {"fn": code(supplier.fn, "fn")}
+        if isinstance(supplier, FilesSink):
+            return "files_sink", {"directory": supplier.directory, "encoding": supplier.encoding}
+        if isinstance(supplier, LatencySink):
+            return "latency", {"limit": supplier.limit}
         if supplier is NoopSinkP:
             return "noop", {}
+        if type(supplier).__module__ == "jetbench.spark.sources":
+            return self._read_spark(supplier)
         if isinstance(supplier, type) and issubclass(supplier, Processor):
             path = class_path(supplier)
             for k in self.palette.kinds():
                 if k.preset.get("cls") == path:
                     return k.id, {"cls": path}
             return "processor", {"cls": path}
-        return custom
+        return None
+
+    def _read_spark(self, supplier: Any) -> tuple[str, dict[str, Any]] | None:
+        from ...spark.sources import DataFrameSource, ParquetSource
+
+        decoder = supplier.decoder
+        common = {"as_": decoder.kind, "timestamp": decoder.timestamp or ""}
+        if isinstance(supplier, ParquetSource):
+            names = list(decoder.names)
+            columns = "" if names == list(supplier.schema.names) else repr(names)
+            return "spark_parquet", {"path": supplier.path, "columns": columns, "engine": "arrow", **common}
+        if isinstance(supplier, DataFrameSource):
+            name = next((k for k, value in self.namespace.items() if value is supplier.df and k.isidentifier()
+                         and not k.startswith("_")), None)
+            if name is None:
+                raise Unreadable("a Spark DataFrame object: bind it to a name in the notebook to edit it here")
+            return "spark_dataframe", {"df": name, "columns": "", **common}
+        return None
 
     # ------------------------------------------------------------------------ to Python code
 
@@ -648,20 +977,17 @@ class BuilderModel:
             if v["kind"] == "custom":
                 expr = f"custom_suppliers[{v['name']!r}]"
             else:
-                fns: dict[str, str | None] = {}
-                for p in kind.params:
-                    if p.type != "code":
-                        continue
-                    code = v["params"].get(p.name) or ""
-                    if not code.strip() or (p.name == "value" and not OPS.get(v["params"].get("op"))):
-                        fns[p.name] = None
-                        continue
-                    fns[p.name] = lambda_source(code, p.args)
-                    if fns[p.name] is None:
-                        fname = f"{var}_{p.name}"
-                        defs.append(function_source(code, p.args, fname))
-                        fns[p.name] = fname
-                expr, needs = kind.code(v["params"], fns)
+
+                def text(code: str, args: tuple[str, ...], asynchronous: bool, what: str, var: str = var) -> str:
+                    if not asynchronous:
+                        short = lambda_source(code, args)
+                        if short is not None:
+                            return short
+                    fname = f"{var}_{re.sub(r'[^0-9a-zA-Z_]', '', what.replace('[', '_'))}"
+                    defs.append(function_source(code, args, fname, asynchronous))
+                    return fname
+
+                expr, needs = kind.code(v["params"], _functions(kind, v["params"], text))
                 imports |= needs
             lp = "" if v["parallelism"] is None else f", local_parallelism={v['parallelism']}"
             body.append(f"{var} = {dag_name}.new_vertex({v['name']!r}, {expr}{lp})")
@@ -764,41 +1090,131 @@ def _int(value: Any, what: str) -> int:
 
 
 def _check_param(param: Any, value: Any, params: dict[str, Any]) -> str | None:
-    if param.name == "value" and not OPS.get(params.get("op")):
-        return None  # not used by this operation
-    window = params.get("window")
-    if param.name in ("slide",) and window != "sliding" or param.name == "gap" and window != "session" \
-            or param.name == "size" and window == "session":
-        return None
+    if not param.applies(params):
+        return None  # not used with these settings
     if param.optional and value in (None, ""):
         return None
     if param.type == "code":
-        return check_code(value or "", param.args)
+        return check_code(value or "", param.args, param.asynchronous)
     if param.type == "expr":
         return check_expr(value or "")
-    if param.type == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be an int, got {value!r}"
-        if param.name in ("count",) and value < 0 or param.name in ("size", "slide", "gap", "throttle_frame") \
-                and value <= 0:
-            return f"must be {'>= 0' if param.name == 'count' else '> 0'}, got {value}"
-    if param.type == "float":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"must be a number, got {value!r}"
-        if param.name == "rate_per_s" and value <= 0:
-            return f"must be > 0, got {value}"
-        if value < 0:
-            return f"must be >= 0, got {value}"
+    if param.type == "steps":
+        return check_steps(value if value is not None else "")
+    if param.type in ("int", "float"):
+        number = int if param.type == "int" else int | float
+        if isinstance(value, bool) or not isinstance(value, number):
+            return f"must be {'an int' if param.type == 'int' else 'a number'}, got {value!r}"
+        low = param.minimum
+        if low is not None and (value <= low if param.strict else value < low):
+            return f"must be {'>' if param.strict else '>='} {low:g}, got {value}"
     if param.type == "bool" and not isinstance(value, bool):
         return f"must be true or false, got {value!r}"
     if param.type == "choice" and value not in param.choices:
         return f"must be one of {', '.join(param.choices)}, got {value!r}"
-    if param.type == "str" and (not isinstance(value, str) or (param.name in ("cls", "pattern") and not value.strip())):
+    if param.type == "str" and (not isinstance(value, str) or (not param.optional and not value.strip())):
         return "must not be empty" if isinstance(value, str) else f"must be text, got {value!r}"
     if param.name == "window" and value == "sliding":
         size, slide = params.get("size"), params.get("slide")
         if isinstance(size, int) and isinstance(slide, int) and slide > 0 and size % slide:
             return f"size ({size}) must be a multiple of slide ({slide})"
+    return None
+
+
+def _functions(kind: Kind, params: dict[str, Any],
+               make: Callable[[str, tuple[str, ...], bool, str], Any]) -> dict[str, Any]:
+    """What the kind's build/code get for its code parameters: ``make(code, args, asynchronous,
+    what)`` for each one that applies and is not empty (else None); a list for ``steps``."""
+    fns: dict[str, Any] = {}
+    for p in kind.params:
+        if p.type == "steps":
+            steps = parse_steps(params.get(p.name) or "")
+            fns[p.name] = [make(code, ("x",), False, f"step{i + 1}") for i, (_, code) in enumerate(steps)]
+        elif p.type == "code":
+            code = params.get(p.name) or ""
+            fns[p.name] = make(code, p.args, p.asynchronous, p.name) if p.applies(params) and code.strip() else None
+    return fns
+
+
+def _read_op(op: Any, code: Callable[..., str]) -> dict[str, Any]:
+    """The ``op`` / ``value`` params of an aggregate operation made by the library."""
+    recipe = getattr(op, "recipe", None)
+    if recipe is None:
+        raise Unreadable("its aggregate operation is hand-made; the palette offers " + ", ".join(OPS))
+    name, args = recipe
+    if name not in OPS:
+        raise Unreadable(f"its aggregate operation {name} is not one the palette offers ({', '.join(OPS)})")
+    params: dict[str, Any] = {"op": name}
+    if OPS[name]:
+        params["value"] = code(args[0], "value")
+    return params
+
+
+def _lowest_free(used: Any) -> int:
+    taken = set(used)
+    i = 0
+    while i in taken:
+        i += 1
+    return i
+
+
+def _ports(kind: Kind) -> str:
+    return ", ".join(f"{i} ({name})" for i, name in enumerate(kind.in_ports))
+
+
+def _port_problems(kind: Kind, ordinals: list[Any]) -> list[str]:
+    found = []
+    ints = [o for o in ordinals if isinstance(o, int)]
+    for i, name in enumerate(kind.in_ports):
+        n = ints.count(i)
+        if n == 0:
+            found.append(f"input {i} ({name}) not connected")
+        elif n > 1:
+            found.append(f"duplicate inbound ordinal {i}")
+    extra = sorted({o for o in ints if not 0 <= o < len(kind.in_ports)})
+    if extra:
+        found.append(f"input {extra[0]}: a {kind.label} has inputs {_ports(kind)} only")
+    return found
+
+
+class _Imported:
+    """A DAG read for the document: records by vertex name and by edge (source name, source
+    ordinal, target name, target ordinal), with the objects kept for opaque ones."""
+
+    __slots__ = ("vertices", "edges", "suppliers", "keys")
+
+    def __init__(self) -> None:
+        self.vertices: dict[str, dict[str, Any]] = {}
+        self.edges: dict[tuple, dict[str, Any]] = {}
+        self.suppliers: dict[str, Any] = {}
+        self.keys: dict[tuple, Any] = {}
+
+
+def _vertex_rec(rec: dict[str, Any]) -> tuple:
+    return rec["kind"], json.dumps(rec["params"], sort_keys=True, default=repr), rec["parallelism"]
+
+
+def _edge_rec(rec: dict[str, Any]) -> tuple:
+    return rec["routing"], rec["key"], rec["queue_size"], rec["priority"]
+
+
+def _same_import(a: _Imported, b: _Imported) -> bool:
+    return a.vertices.keys() == b.vertices.keys() and a.edges.keys() == b.edges.keys() \
+        and all(_vertex_rec(a.vertices[n]) == _vertex_rec(b.vertices[n]) for n in a.vertices) \
+        and all(_edge_rec(a.edges[k]) == _edge_rec(b.edges[k]) for k in a.edges)
+
+
+def _fingerprint(source: Any) -> Any:
+    """A cheap summary of a DAG or Pipeline that changes when it is edited in code (vertices,
+    edges, stages; suppliers and functions by identity); None for anything else."""
+    if isinstance(source, DAG):
+        return (tuple((v.name, id(v.supplier), v.local_parallelism) for v in source.vertices),
+                tuple((e.source.name, e.source_ordinal, e.destination.name, e.destination_ordinal, e.routing,
+                       id(e.key_fn), e.edge_queue_size, e.edge_priority) for e in source.edges))
+    nodes = getattr(source, "nodes", None)
+    if isinstance(nodes, list):
+        return getattr(source, "fuse", None), tuple(
+            (n.kind, n.name, tuple(u.name for u in n.upstream), n.local_parallelism,
+             tuple((k, id(value)) for k, value in n.params.items())) for n in nodes)
     return None
 
 
@@ -838,73 +1254,6 @@ def _literal_code(value: Any) -> str | None:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return None
     return None
-
-
-def _fn_code(fn: Any, arg: str = "x") -> str | None:
-    """The code text of a function, as an expression in ``arg`` when possible, else None.
-
-    Builder-made functions keep their text; a one-argument lambda is read back from its source
-    (its parameter renamed to ``arg``); a named module-level function becomes ``name(arg)``
-    (the namespace or an import must provide it).
-    """
-    code = getattr(fn, "__jetbench_code__", None)
-    if isinstance(code, str):
-        return code
-    if getattr(fn, "__name__", "") == "<lambda>":
-        return _lambda_text(fn, arg)
-    name = getattr(fn, "__qualname__", "")
-    if callable(fn) and name.isidentifier():
-        return f"{name}({arg})"
-    return None
-
-
-def _lambda_text(fn: Any, arg: str) -> str | None:
-    try:
-        lines, _ = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        return None
-    source = textwrap.dedent("".join(lines))
-    tree = None
-    for attempt in (source, source.strip().rstrip(",")):
-        for candidate in (attempt, f"({attempt})", f"_ = {attempt}"):
-            try:
-                tree = ast.parse(candidate)
-                break
-            except SyntaxError:
-                continue
-        if tree is not None:
-            break
-    if tree is None:
-        return None
-    code = fn.__code__
-    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and len(n.args.args) == code.co_argcount == 1
-               and not n.args.vararg and not n.args.kwarg and not n.args.kwonlyargs]
-    if len(lambdas) != 1:  # several lambdas on the same lines: which one is ambiguous
-        return None
-    node = lambdas[0]
-    old = node.args.args[0].arg
-    body = node.body
-    if old != arg:
-        if any(isinstance(n, ast.Name) and n.id == arg for n in ast.walk(body)):
-            return None  # renaming would capture another name
-        body = _Rename(old, arg).visit(body)
-    return ast.unparse(body)
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, old: str, new: str):
-        self.old, self.new = old, new
-
-    def visit_Name(self, node: ast.Name) -> ast.Name:
-        if node.id == self.old:
-            return ast.copy_location(ast.Name(self.new, node.ctx), node)
-        return node
-
-    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
-        if any(a.arg == self.old for a in node.args.args):
-            return node  # shadowed
-        self.generic_visit(node)
-        return node
 
 
 def _merge_imports(lines: set[str]) -> str:

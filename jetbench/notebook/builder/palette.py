@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
+import importlib.util
+import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,14 +28,19 @@ from typing import Any
 from ...core.errors import JetbenchError
 
 #: categories, in palette order
-CATEGORIES = ("source", "transform", "aggregate", "window", "sink", "custom")
+CATEGORIES = ("source", "transform", "aggregate", "join", "window", "sink", "custom")
 
 #: aggregate operations offered by the aggregate and window kinds; those marked True take the
 #: ``value`` function (``summing(value)``)
 OPS = {"counting": False, "summing": True, "averaging": True, "min_by": True, "max_by": True,
        "to_list": False, "to_set": False}
+#: the operations that take a value function
+VALUE_OPS = tuple(name for name, takes in OPS.items() if takes)
 
 ROUTINGS = ("unicast", "partitioned", "broadcast", "isolated", "all-to-one")
+
+#: the steps of a fused transform, in its ``steps`` text (one ``kind: code`` per step)
+STEP_KINDS = ("map", "filter", "flat_map")
 
 
 class BuilderError(JetbenchError):
@@ -43,9 +51,13 @@ class BuilderError(JetbenchError):
 class Param:
     """One parameter of a kind.
 
-    ``type``: ``code`` (function of ``args``: an expression or a function body), ``expr`` (an
-    expression evaluated at build time), ``int``, ``float``, ``str``, ``bool`` or ``choice``.
-    ``optional`` code/expr/int parameters may be empty ("" / None), meaning "not given".
+    ``type``: ``code`` (function of ``args``: an expression or a function body; ``asynchronous``
+    makes it the body of an ``async def``), ``expr`` (an expression evaluated at build time),
+    ``steps`` (map/filter/flat_map steps, one ``kind: code`` a line, see `parse_steps`), ``int``,
+    ``float``, ``str``, ``bool`` or ``choice``. ``optional`` parameters may be empty ("" / None),
+    meaning "not given"; a required ``str`` must not be empty. Numbers must be >= ``minimum``
+    (> with ``strict``). ``when=(other, values)``: the parameter only applies while parameter
+    ``other`` has one of ``values`` (it is neither checked nor used otherwise).
     """
 
     name: str
@@ -55,10 +67,25 @@ class Param:
     choices: tuple[str, ...] = ()
     optional: bool = False
     help: str = ""
+    minimum: float | None = None
+    strict: bool = False
+    when: tuple[str, tuple[Any, ...]] | None = None
+    asynchronous: bool = False
+
+    def applies(self, params: dict[str, Any]) -> bool:
+        """False while ``when`` rules the parameter out for these ``params``."""
+        return self.when is None or params.get(self.when[0]) in self.when[1]
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type, "default": self.default, "args": list(self.args),
-                "choices": list(self.choices), "optional": self.optional, "help": self.help}
+                "choices": list(self.choices), "optional": self.optional, "help": self.help,
+                "minimum": self.minimum, "strict": self.strict,
+                "when": None if self.when is None else [self.when[0], list(self.when[1])],
+                "asynchronous": self.asynchronous}
+
+
+#: a kind-specific check: ``(vertex, inbound edges, outbound edges) -> [(message, level), ...]``
+Check = Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], list[tuple[str, str]]]
 
 
 @dataclass
@@ -68,7 +95,13 @@ class Kind:
 
     In both, ``fns`` maps each code parameter to what to use: a compiled function in ``build``,
     the name of a generated function (or a lambda's text) in ``code``; an empty optional code
-    parameter maps to None.
+    parameter (or one that does not apply) maps to None, and a ``steps`` parameter maps to a
+    list, one entry per step.
+
+    ``in_ports`` names the inputs of a kind with a fixed number of them (a join: probe, build);
+    ``edge_defaults(params, ordinal)`` gives the routing (and key, priority) a new edge into
+    that input starts with; ``parallelism`` is the local parallelism a new vertex starts with;
+    ``check`` adds kind-specific problems.
     """
 
     id: str
@@ -78,9 +111,13 @@ class Kind:
     outputs: bool
     params: tuple[Param, ...]
     build: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], Any]
-    code: Callable[[dict[str, Any], dict[str, str | None]], tuple[str, set[str]]]
+    code: Callable[[dict[str, Any], dict[str, Any]], tuple[str, set[str]]]
     description: str = ""
     preset: dict[str, Any] = field(default_factory=dict)
+    in_ports: tuple[str, ...] = ()
+    edge_defaults: Callable[[dict[str, Any], int], dict[str, Any]] | None = None
+    parallelism: int | None = None
+    check: Check | None = None
 
     def defaults(self) -> dict[str, Any]:
         values = {p.name: p.default for p in self.params}
@@ -93,7 +130,8 @@ class Kind:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "category": self.category, "inputs": self.inputs,
                 "outputs": self.outputs, "params": [p.to_json() for p in self.params],
-                "description": self.description, "defaults": self.defaults()}
+                "description": self.description, "defaults": self.defaults(), "in_ports": list(self.in_ports),
+                "parallelism": self.parallelism}
 
 
 # ------------------------------------------------------------------------------ code text
@@ -107,13 +145,15 @@ def is_expression(code: str) -> bool:
     return True
 
 
-def function_source(code: str, args: tuple[str, ...], name: str) -> str:
-    """``def name(args): ...`` for an expression (returned) or a function body (as written)."""
+def function_source(code: str, args: tuple[str, ...], name: str, asynchronous: bool = False) -> str:
+    """``def name(args): ...`` for an expression (returned) or a function body (as written);
+    ``async def`` when ``asynchronous``."""
     text = code.strip()
+    head = f"{'async ' if asynchronous else ''}def {name}({', '.join(args)}):"
     if is_expression(text):
-        return f"def {name}({', '.join(args)}):\n    return ({text})\n"
+        return f"{head}\n    return ({text})\n"
     body = textwrap.indent(textwrap.dedent(code).strip("\n"), "    ")
-    return f"def {name}({', '.join(args)}):\n{body}\n"
+    return f"{head}\n{body}\n"
 
 
 def lambda_source(code: str, args: tuple[str, ...]) -> str | None:
@@ -126,12 +166,12 @@ def lambda_source(code: str, args: tuple[str, ...]) -> str | None:
     return f"lambda {', '.join(args)}: {text}"
 
 
-def check_code(code: str, args: tuple[str, ...]) -> str | None:
+def check_code(code: str, args: tuple[str, ...], asynchronous: bool = False) -> str | None:
     """Compile (never run) ``code`` as a function of ``args``; the error text, or None if it compiles."""
     if not isinstance(code, str) or not code.strip():
         return "empty code"
     try:
-        compile(function_source(code, args, "_f"), "<code>", "exec")
+        compile(function_source(code, args, "_f", asynchronous), "<code>", "exec")
     except SyntaxError as exc:
         line = exc.lineno - 1 if exc.lineno else None  # line 1 is the def
         where = f" (line {line})" if line and "\n" in code.strip() else ""
@@ -156,6 +196,79 @@ def check_expr(code: str) -> str | None:
     return None
 
 
+_STEP_LINE = re.compile(r"(\w+)\s*:(.*)")
+
+
+def parse_steps(text: str) -> list[tuple[str, str]]:
+    r"""The steps of a ``steps`` parameter: ``[(kind, code), ...]``.
+
+    A step starts at a line ``kind: code`` (kind one of map, filter, flat_map; code an
+    expression in x); a step whose code is a function body writes ``kind:`` alone and the body
+    indented below it. Raises `BuilderError` naming the line at fault.
+
+    >>> parse_steps("map: x.lower()\nfilter:\n    if x:\n        return True\n    return False")
+    [('map', 'x.lower()'), ('filter', 'if x:\n    return True\nreturn False')]
+    """
+    if not isinstance(text, str):
+        raise BuilderError(f"steps must be text, got {text!r}")
+    steps: list[list[Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            if steps:
+                steps[-1][2].append("")
+            continue
+        if line[0] in " \t":
+            if not steps:
+                raise BuilderError(f"line {number}: an indented line before the first step")
+            steps[-1][2].append(line)
+            continue
+        match = _STEP_LINE.fullmatch(line.rstrip())
+        if match is None or match[1] not in STEP_KINDS:
+            raise BuilderError(f"line {number}: expected 'map: ...', 'filter: ...' or 'flat_map: ...', got {line.strip()!r}")
+        steps.append([match[1], match[2].strip(), [], number])
+    out = []
+    for kind, inline, more, number in steps:
+        body = textwrap.dedent("\n".join(more)).strip("\n")
+        code = "\n".join(part for part in (inline, body) if part)
+        if not code:
+            raise BuilderError(f"line {number}: {kind} has no code")
+        out.append((kind, code))
+    return out
+
+
+def steps_text(steps: list[tuple[str, str]]) -> str:
+    r"""The ``steps`` text of ``[(kind, code), ...]`` (inverse of `parse_steps`).
+
+    >>> print(steps_text([("map", "x + 1"), ("filter", "y = x % 2\nreturn y")]))
+    map: x + 1
+    filter:
+        y = x % 2
+        return y
+    """
+    lines = []
+    for kind, code in steps:
+        text = code.strip()
+        if "\n" in text:
+            lines.append(f"{kind}:")
+            lines.append(textwrap.indent(textwrap.dedent(code).strip("\n"), "    "))
+        else:
+            lines.append(f"{kind}: {text}")
+    return "\n".join(lines)
+
+
+def check_steps(text: Any) -> str | None:
+    """The first problem of a ``steps`` text (parse error, or code that does not compile), or None."""
+    try:
+        steps = parse_steps(text)
+    except BuilderError as exc:
+        return str(exc)
+    for i, (kind, code) in enumerate(steps):
+        msg = check_code(code, ("x",))
+        if msg:
+            return f"step {i + 1} ({kind}): {msg}"
+    return None
+
+
 def _has_return(body: str) -> bool:
     try:
         tree = ast.parse(textwrap.dedent(body))
@@ -164,13 +277,17 @@ def _has_return(body: str) -> bool:
     return any(isinstance(node, ast.Return | ast.Yield | ast.YieldFrom) for node in ast.walk(tree))
 
 
-def compile_function(code: str, args: tuple[str, ...], ns: dict[str, Any], label: str) -> Callable[..., Any]:
+def compile_function(code: str, args: tuple[str, ...], ns: dict[str, Any], label: str,
+                     asynchronous: bool = False) -> Callable[..., Any]:
     """Define the function (its globals are ``ns``, so it sees the notebook's names); runs nothing
-    of the user's code but the ``def`` itself."""
+    of the user's code but the ``def`` itself. The function keeps its text in ``__jetbench_code__``
+    (and its parameters in ``__jetbench_args__``), so a DAG built from it imports back unchanged."""
     local: dict[str, Any] = {}
-    exec(compile(function_source(code, args, "_fn"), f"<jetbench builder: {label}>", "exec"), ns, local)  # noqa: S102
+    source = function_source(code, args, "_fn", asynchronous)
+    exec(compile(source, f"<jetbench builder: {label}>", "exec"), ns, local)  # noqa: S102
     fn = local["_fn"]
     fn.__jetbench_code__ = code
+    fn.__jetbench_args__ = tuple(args)
     fn.__name__ = fn.__qualname__ = label.replace(".", "_").replace(" ", "_").replace("-", "_")
     return fn
 
@@ -218,18 +335,130 @@ def _window_code(p: dict[str, Any]) -> str:
     return f"window.tumbling({p['size']})"
 
 
+def _none(value: Any) -> Any:
+    """An optional parameter's value: "" means not given."""
+    return None if value == "" else value
+
+
 _P = "from jetbench.processors import "
 _C = "from jetbench.processors.connectors import "
 _AGG = "from jetbench import aggregate"
 _WIN = "from jetbench import window"
+_SPARK = "from jetbench.spark.sources import "
 
 KEY = Param("key", "code", "x", help="grouping key: an expression in x, or a function body")
 OP = Param("op", "choice", "counting", choices=tuple(OPS), help="aggregate operation")
-VALUE = Param("value", "code", "x", help="value summed / averaged / compared (for summing, averaging, min_by, max_by)")
+VALUE = Param("value", "code", "x", when=("op", VALUE_OPS),
+              help="value summed / averaged / compared (for summing, averaging, min_by, max_by)")
+TIMESTAMPED = Param("timestamped", "bool", False, help="items are (ts, item) pairs: work on the item, keep ts")
+SERVICE = Param("service", "code", "dict()", args=(),
+                help="makes the service, once per instance: an expression, or a function body")
+AS = Param("as_", "choice", "dict", choices=("dict", "tuple", "row", "value"),
+           help="items as dicts, tuples, pyspark Rows, or the value of a single column")
+COLUMNS = Param("columns", "expr", "", optional=True, help="the columns to read, e.g. ['line'] (empty: all)")
+TIMESTAMP = Param("timestamp", "str", "", optional=True,
+                  help="a column with event time: items become (ts, item) pairs (empty: none)")
 
 
 def _value(p: dict[str, Any], f: dict[str, Any]) -> Any:
     return f.get("value") if OPS.get(p.get("op")) else None
+
+
+def _spark_as(p: dict[str, Any]) -> Any:
+    return {"dict": dict, "tuple": tuple}.get(p["as_"], p["as_"])
+
+
+def _spark_args(p: dict[str, Any]) -> str:
+    cols = (p.get("columns") or "").strip() or "None"
+    ts = f", timestamp={p['timestamp']!r}" if p.get("timestamp") else ""
+    as_ = p["as_"] if p["as_"] in ("dict", "tuple") else repr(p["as_"])
+    return f"{cols}, {as_}{ts}"
+
+
+def _columns(p: dict[str, Any], ns: dict[str, Any], what: str) -> Any:
+    text = (p.get("columns") or "").strip()
+    return eval_expr(text, ns, f"{what}.columns") if text else None
+
+
+@functools.cache
+def spark_available() -> bool:
+    """True if pyspark (and pyarrow) import. Importing them starts no Spark: a session is only
+    made when a Spark vertex is built (run or ``builder.dag``), never for the palette."""
+    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
+        return False
+    try:
+        import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
+    except Exception:  # a broken install: leave the Spark kinds out
+        return False
+    return True
+
+
+@functools.cache
+def pandas_available() -> bool:
+    return importlib.util.find_spec("pandas") is not None
+
+
+# -- kind-specific checks
+
+
+def _single_instance(what: str) -> Check:
+    def check(v: dict[str, Any], inbound: list, outbound: list) -> list[tuple[str, str]]:
+        if v["parallelism"] != 1:
+            lp = "the default" if v["parallelism"] is None else v["parallelism"]
+            return [(f"{what} gives one result per instance: run it with local parallelism 1 (now {lp})", "warning")]
+        return []
+
+    return check
+
+
+def _check_hash_join(v: dict[str, Any], inbound: list, outbound: list) -> list[tuple[str, str]]:
+    found = []
+    probe = [e for e in inbound if e["target_ordinal"] == 0]
+    build = [e for e in inbound if e["target_ordinal"] == 1]
+    for e in build:
+        if e["routing"] != "broadcast" and v["parallelism"] != 1:
+            found.append(("the build side (input 1) should be broadcast: every instance needs all of it", "warning"))
+        if any(isinstance(p["priority"], int) and isinstance(e["priority"], int) and e["priority"] >= p["priority"]
+               for p in probe):
+            found.append(("the build side (input 1) should have a lower priority value than the probe side "
+                          "(input 0), so it is loaded first", "warning"))
+    return found
+
+
+def _check_co_group(v: dict[str, Any], inbound: list, outbound: list) -> list[tuple[str, str]]:
+    if v["parallelism"] == 1:
+        return []
+    return [(f"input {e['target_ordinal']} should be partitioned by its key: equal keys must meet in one instance",
+             "warning") for e in inbound if e["routing"] != "partitioned"]
+
+
+def _join_edge(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
+    return {"routing": "broadcast", "priority": -1} if ordinal == 1 else {}
+
+
+def _co_group_edge(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
+    key = p.get("left_key" if ordinal == 0 else "right_key")
+    return {"routing": "partitioned", "key": key} if ordinal in (0, 1) and key else {}
+
+
+def _transform(p: dict[str, Any], f: dict[str, Any]) -> Any:
+    from ...processors.transforms import Transform
+
+    steps = parse_steps(p["steps"] or "")
+    return Transform(tuple((kind, fn) for (kind, _), fn in zip(steps, f["steps"], strict=True)), p["timestamped"],
+                     p["keep_timestamps"])
+
+
+def _transform_code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
+    steps = parse_steps(p["steps"] or "")
+    flags = []
+    if p["timestamped"]:
+        flags.append("timestamped=True")
+    if not p["keep_timestamps"]:
+        flags.append("keep_timestamps=False")
+    chain = "".join(f".{kind}({fn})" for (kind, _), fn in zip(steps, f["steps"], strict=True))
+    return f"transform_processor(Transform({', '.join(flags)}){chain})", {_P + "Transform, transform_processor"}
 
 
 def _builtin_kinds() -> list[Kind]:
@@ -240,11 +469,27 @@ def _builtin_kinds() -> list[Kind]:
         combine_by_key,
         filter_processor,
         flat_map_processor,
+        global_accumulate,
+        global_aggregate,
+        global_combine,
         items_source,
         map_processor,
         noop_sink,
+        transform_processor,
     )
-    from ...processors.connectors import FilesSource, GeneratorSource
+    from ...processors.connectors import (
+        LATENCY_SAMPLE_LIMIT,
+        CallbackSink,
+        FilesSink,
+        FilesSource,
+        GeneratorSource,
+        LatencySink,
+        PandasSink,
+        TestStreamSource,
+        ToDictSink,
+    )
+    from ...processors.join import co_group, hash_join
+    from ...processors.service import map_using_service, map_using_service_async
     from ...processors.watermarks import insert_watermarks
     from ...processors.windows import window_aggregate
 
@@ -255,13 +500,13 @@ def _builtin_kinds() -> list[Kind]:
              lambda p, f: (f"items_source({p['items'].strip()})", {_P + "items_source"}),
              "emits the items of an iterable"),
         Kind("generator", "generator", "source", False, True,
-             (Param("rate_per_s", "float", 1000.0, help="items per second over all instances"),
-              Param("count", "int", 1000, optional=True, help="total items (empty: never ends)"),
+             (Param("rate_per_s", "float", 1000.0, minimum=0, strict=True, help="items per second over all instances"),
+              Param("count", "int", 1000, optional=True, minimum=0, help="total items (empty: never ends)"),
               Param("timestamped", "bool", False, help="emit (ts, item) pairs"),
               Param("item_fn", "code", "", args=("s",), optional=True, help="item for sequence number s (empty: s)")),
-             lambda p, f, ns: GeneratorSource(p["rate_per_s"], f.get("item_fn"), p["timestamped"], p["count"]),
+             lambda p, f, ns: GeneratorSource(p["rate_per_s"], f.get("item_fn"), p["timestamped"], _none(p["count"])),
              lambda p, f: (f"GeneratorSource({p['rate_per_s']!r}, {f.get('item_fn')}, {p['timestamped']!r}, "
-                           f"{p['count']!r})", {_C + "GeneratorSource"}),
+                           f"{_none(p['count'])!r})", {_C + "GeneratorSource"}),
              "items at a rate on the wall clock"),
         Kind("files", "files", "source", False, True,
              (Param("pattern", "str", "data/*.txt", help="glob of the files to read (lines)"),
@@ -269,6 +514,12 @@ def _builtin_kinds() -> list[Kind]:
              lambda p, f, ns: FilesSource(p["pattern"], p["encoding"]),
              lambda p, f: (f"FilesSource({p['pattern']!r}, {p['encoding']!r})", {_C + "FilesSource"}),
              "the lines of files matching a glob"),
+        Kind("test_stream", "test stream", "source", False, True,
+             (Param("events", "expr", "[(0, 'a'), (400, 'b'), (1200, 'c')]",
+                    help="(timestamp ms, item) pairs, emitted in this order (evaluated at run)"),),
+             lambda p, f, ns: TestStreamSource(eval_expr(p["events"], ns, "events")),
+             lambda p, f: (f"TestStreamSource({p['events'].strip()})", {_C + "TestStreamSource"}),
+             "scripted (ts, item) events from one instance; follow with insert watermarks"),
         Kind("map", "map", "transform", True, True,
              (Param("fn", "code", "x", help="the new item: an expression in x, or a function body"),),
              lambda p, f, ns: map_processor(f["fn"]),
@@ -282,6 +533,34 @@ def _builtin_kinds() -> list[Kind]:
              lambda p, f, ns: flat_map_processor(f["fn"]),
              lambda p, f: (f"flat_map_processor({f['fn']})", {_P + "flat_map_processor"}),
              "any number of items out per item in"),
+        Kind("transform", "fused transform", "transform", True, True,
+             (Param("steps", "steps", "map: x", help="one step a line: 'map: x + 1', 'filter: x > 0', "
+                                                     "'flat_map: x.split()' (a body indented below 'map:')"),
+              Param("timestamped", "bool", False, help="input items are (ts, item) pairs: steps see the item"),
+              Param("keep_timestamps", "bool", True, help="timestamped input: emit (ts, item) pairs (else items)")),
+             lambda p, f, ns: transform_processor(_transform(p, f)), _transform_code,
+             "a chain of map/filter/flat_map run as one vertex (what the planner fuses); no steps: merge inputs"),
+        Kind("map_using_service", "map using service", "transform", True, True,
+             (SERVICE,
+              Param("fn", "code", "x", args=("service", "x"), help="the new item, from the service and x (may block)"),
+              TIMESTAMPED),
+             lambda p, f, ns: map_using_service(f["service"], f["fn"], p["timestamped"]),
+             lambda p, f: (f"map_using_service({f['service']}, {f['fn']}, {p['timestamped']!r})",
+                           {"from jetbench.processors.service import map_using_service"}),
+             "fn(service, x) on a thread of its own (blocking calls allowed)"),
+        Kind("map_using_service_async", "map using async service", "transform", True, True,
+             (SERVICE,
+              Param("fn", "code", "x", args=("service", "x"), asynchronous=True,
+                    help="the body of an async function of service and x (use await), or an expression"),
+              Param("max_concurrent", "int", 16, minimum=1, help="calls in flight per instance"),
+              Param("preserve_order", "bool", True, help="results in input order (else as they finish)"),
+              TIMESTAMPED),
+             lambda p, f, ns: map_using_service_async(f["service"], f["fn"], p["max_concurrent"], p["preserve_order"],
+                                                      p["timestamped"]),
+             lambda p, f: (f"map_using_service_async({f['service']}, {f['fn']}, {p['max_concurrent']!r}, "
+                           f"{p['preserve_order']!r}, {p['timestamped']!r})",
+                           {"from jetbench.processors.service import map_using_service_async"}),
+             "await fn(service, x), several calls in flight, on an asyncio loop"),
         Kind("aggregate_by_key", "aggregate by key", "aggregate", True, True, (KEY, OP, VALUE),
              lambda p, f, ns: aggregate_by_key(f["key"], _op(p["op"], _value(p, f))),
              lambda p, f: (f"aggregate_by_key({f['key']}, {_op_code(p['op'], _value(p, f))})",
@@ -296,17 +575,56 @@ def _builtin_kinds() -> list[Kind]:
              lambda p, f, ns: combine_by_key(_op(p["op"], _value(p, f))),
              lambda p, f: (f"combine_by_key({_op_code(p['op'], _value(p, f))})", {_P + "combine_by_key", _AGG}),
              "stage 2 of two: combines (key, accumulator) pairs"),
+        Kind("global_aggregate", "aggregate (global)", "aggregate", True, True, (OP, VALUE),
+             lambda p, f, ns: global_aggregate(_op(p["op"], _value(p, f))),
+             lambda p, f: (f"global_aggregate({_op_code(p['op'], _value(p, f))})", {_P + "global_aggregate", _AGG}),
+             "one result over all items, when the input completes", parallelism=1,
+             check=_single_instance("a global aggregate")),
+        Kind("global_accumulate", "accumulate (global)", "aggregate", True, True, (OP, VALUE),
+             lambda p, f, ns: global_accumulate(_op(p["op"], _value(p, f))),
+             lambda p, f: (f"global_accumulate({_op_code(p['op'], _value(p, f))})",
+                           {_P + "global_accumulate", _AGG}),
+             "stage 1 of two: emits (None, accumulator) per instance"),
+        Kind("global_combine", "combine (global)", "aggregate", True, True, (OP, VALUE),
+             lambda p, f, ns: global_combine(_op(p["op"], _value(p, f))),
+             lambda p, f: (f"global_combine({_op_code(p['op'], _value(p, f))})", {_P + "global_combine", _AGG}),
+             "stage 2 of two: combines the accumulators into the one result", parallelism=1,
+             check=_single_instance("a global combine")),
+        Kind("hash_join", "hash join", "join", True, True,
+             (Param("left_key", "code", "x", help="key of a probe item (input 0)"),
+              Param("right_key", "code", "x", help="key of a build item (input 1)"),
+              Param("how", "choice", "inner", choices=("inner", "left"), help="left: also (item, None) without match"),
+              Param("timestamped", "bool", False, help="probe items are (ts, item) pairs")),
+             lambda p, f, ns: hash_join(f["left_key"], f["right_key"], p["how"], p["timestamped"]),
+             lambda p, f: (f"hash_join({f['left_key']}, {f['right_key']}, {p['how']!r}, {p['timestamped']!r})",
+                           {"from jetbench.processors.join import hash_join"}),
+             "emits (probe item, build item) per key match; the build side is loaded first",
+             in_ports=("probe", "build"), edge_defaults=_join_edge, check=_check_hash_join),
+        Kind("co_group", "co-group", "join", True, True,
+             (Param("left_key", "code", "x", help="key of an item of input 0"),
+              Param("right_key", "code", "x", help="key of an item of input 1")),
+             lambda p, f, ns: co_group(f["left_key"], f["right_key"]),
+             lambda p, f: (f"co_group({f['left_key']}, {f['right_key']})",
+                           {"from jetbench.processors.join import co_group"}),
+             "emits (key, [left items], [right items]) when both inputs complete",
+             in_ports=("left", "right"), edge_defaults=_co_group_edge, check=_check_co_group),
         Kind("insert_watermarks", "insert watermarks", "window", True, True,
              (Param("ts", "code", "", optional=True, help="event time (ms) of x (empty: x is a (ts, item) pair)"),
-              Param("allowed_lag", "float", 0.0, help="ms"), Param("throttle_frame", "int", 1000, help="ms")),
-             lambda p, f, ns: insert_watermarks(f.get("ts"), p["allowed_lag"], p["throttle_frame"]),
-             lambda p, f: (f"insert_watermarks({f.get('ts')}, {p['allowed_lag']!r}, {p['throttle_frame']!r})",
-                           {"from jetbench.processors.watermarks import insert_watermarks"}),
+              Param("allowed_lag", "float", 0.0, minimum=0, help="ms"),
+              Param("throttle_frame", "int", 1000, minimum=0, strict=True, help="ms"),
+              Param("idle_timeout_ms", "float", 60_000.0, optional=True,
+                    help="ms without items before the input counts as idle (empty: never)")),
+             lambda p, f, ns: insert_watermarks(f.get("ts"), p["allowed_lag"], p["throttle_frame"],
+                                                _none(p.get("idle_timeout_ms"))),
+             lambda p, f: (f"insert_watermarks({f.get('ts')}, {p['allowed_lag']!r}, {p['throttle_frame']!r}"
+                           + ("" if p.get("idle_timeout_ms") == 60_000 else f", {_none(p.get('idle_timeout_ms'))!r}")
+                           + ")", {"from jetbench.processors.watermarks import insert_watermarks"}),
              "timestamps items and emits watermarks"),
         Kind("window", "window aggregate", "window", True, True,
              (Param("window", "choice", "tumbling", choices=("tumbling", "sliding", "session")),
-              Param("size", "int", 1000, help="ms"), Param("slide", "int", 1000, help="ms (sliding)"),
-              Param("gap", "int", 1000, help="ms (session)"),
+              Param("size", "int", 1000, minimum=0, strict=True, when=("window", ("tumbling", "sliding")), help="ms"),
+              Param("slide", "int", 1000, minimum=0, strict=True, when=("window", ("sliding",)), help="ms (sliding)"),
+              Param("gap", "int", 1000, minimum=0, strict=True, when=("window", ("session",)), help="ms (session)"),
               Param("key", "code", "", optional=True, help="grouping key (empty: one global window)"), OP, VALUE),
              lambda p, f, ns: window_aggregate(f.get("key"), _op(p["op"], _value(p, f)), _window_def(p)),
              lambda p, f: (f"window_aggregate({f.get('key')}, {_op_code(p['op'], _value(p, f))}, {_window_code(p)})",
@@ -315,6 +633,25 @@ def _builtin_kinds() -> list[Kind]:
         Kind("collect", "collect", "sink", True, False, (),
              lambda p, f, ns: collect_sink(), lambda p, f: ("collect_sink()", {_P + "collect_sink"}),
              "the job's result is the list of items"),
+        Kind("to_dict", "to dict", "sink", True, False, (),
+             lambda p, f, ns: ToDictSink(), lambda p, f: ("ToDictSink()", {_C + "ToDictSink"}),
+             "(key, value) items; the job's result is a dict"),
+        Kind("callback", "callback", "sink", True, False,
+             (Param("fn", "code", "print(x)", help="called with every item (its result is ignored)"),),
+             lambda p, f, ns: CallbackSink(f["fn"]), lambda p, f: (f"CallbackSink({f['fn']})", {_C + "CallbackSink"}),
+             "calls a function for every item"),
+        Kind("files_sink", "write files", "sink", True, False,
+             (Param("directory", "str", "out", help="instance k writes directory/part-0000k, a line per item"),
+              Param("encoding", "str", "utf-8")),
+             lambda p, f, ns: FilesSink(p["directory"], p["encoding"]),
+             lambda p, f: (f"FilesSink({p['directory']!r}, {p['encoding']!r})", {_C + "FilesSink"}),
+             "writes str(item) lines to files"),
+        Kind("latency", "latency", "sink", True, False,
+             (Param("limit", "int", LATENCY_SAMPLE_LIMIT, minimum=1, help="samples kept for the percentiles"),),
+             lambda p, f, ns: LatencySink(p["limit"]),
+             lambda p, f: ("LatencySink()" if p["limit"] == LATENCY_SAMPLE_LIMIT else f"LatencySink({p['limit']!r})",
+                           {_C + "LatencySink"}),
+             "(ts, item) items; the job's result is end-to-end latency percentiles"),
         Kind("noop", "discard", "sink", True, False, (),
              lambda p, f, ns: noop_sink(), lambda p, f: ("noop_sink()", {_P + "noop_sink"}), "discards items"),
         Kind("processor", "processor class", "custom", True, True,
@@ -322,11 +659,63 @@ def _builtin_kinds() -> list[Kind]:
              lambda p, f, ns: resolve_class(p["cls"], ns), _processor_code,
              "any Processor subclass"),
         Kind("custom", "custom supplier", "custom", True, True,
-             (Param("label", "str", "", help="what the supplier was (kept from the DAG it came from)"),),
+             (Param("label", "str", "", optional=True, help="what the supplier was (kept from the DAG it came from)"),
+              Param("reason", "str", "", optional=True, help="why it is not shown as an editable kind")),
              _no_build, lambda p, f: ("custom_suppliers[{name!r}]", set()),
              "a supplier from code the palette does not know; kept as the object itself"),
     ]
+    if pandas_available():
+        kinds.insert(-3, Kind("pandas", "pandas DataFrame", "sink", True, False, (),
+                              lambda p, f, ns: PandasSink(), lambda p, f: ("PandasSink()", {_C + "PandasSink"}),
+                              "the job's result is a pandas DataFrame of the items"))
+    if spark_available():
+        kinds[4:4] = _spark_kinds()
     return kinds
+
+
+def _spark_kinds() -> list[Kind]:
+    """The Spark sources: their build and code import ``jetbench.spark`` only when used."""
+
+    def dataframe(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
+        from ...spark.sources import dataframe
+
+        df = eval_expr(p["df"], ns, "df")
+        return dataframe(df, _columns(p, ns, "df"), _spark_as(p), timestamp=p["timestamp"] or None).supplier
+
+    def parquet(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
+        from ...spark.sources import parquet
+
+        return parquet(p["path"], _columns(p, ns, "parquet"), _spark_as(p), engine=p["engine"],
+                       timestamp=p["timestamp"] or None).supplier
+
+    def table(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
+        from ...spark.sources import table
+
+        return table(p["table"], _columns(p, ns, "table"), _spark_as(p), timestamp=p["timestamp"] or None).supplier
+
+    return [
+        Kind("spark_dataframe", "Spark DataFrame", "source", False, True,
+             (Param("df", "expr", "df", help="a Spark DataFrame: a name or expression in the notebook"),
+              COLUMNS, AS, TIMESTAMP),
+             dataframe,
+             lambda p, f: (f"dataframe({p['df'].strip()}, {_spark_args(p)}).supplier", {_SPARK + "dataframe"}),
+             "the rows of a Spark DataFrame, read partition by partition"),
+        Kind("spark_parquet", "parquet files", "source", False, True,
+             (Param("path", "str", "data.parquet", help="a parquet file or directory"), COLUMNS, AS,
+              Param("engine", "choice", "arrow", choices=("arrow", "spark"),
+                    help="arrow: read row groups with pyarrow; spark: through spark.read.parquet"),
+              TIMESTAMP),
+             parquet,
+             lambda p, f: (f"parquet({p['path']!r}, {_spark_args(p)}"
+                           + ("" if p["engine"] == "arrow" else f", engine={p['engine']!r}") + ").supplier",
+                           {_SPARK + "parquet"}),
+             "the rows of parquet files (no Spark session needed with engine=arrow)"),
+        Kind("spark_table", "Spark table", "source", False, True,
+             (Param("table", "str", "my_table", help="a table of the Spark session"), COLUMNS, AS, TIMESTAMP),
+             table,
+             lambda p, f: (f"table({p['table']!r}, {_spark_args(p)}).supplier", {_SPARK + "table"}),
+             "the rows of a table of the Spark session"),
+    ]
 
 
 def _no_build(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
