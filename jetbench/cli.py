@@ -63,7 +63,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.name == "wordcount":
         from .bench import wordcount
 
-        report = wordcount.run(lines=args.lines, repeat=args.repeat, threads=args.threads, pipeline=args.pipeline)
+        report = wordcount.run(lines=200_000 if args.lines is None else args.lines, repeat=args.repeat, threads=args.threads, pipeline=args.pipeline)
     elif args.name == "chain":
         from .bench import chain
 
@@ -76,7 +76,7 @@ def _bench(args: argparse.Namespace) -> int:
     elif args.name == "spark-wordcount":
         from .bench import spark_wordcount
 
-        report = spark_wordcount.run(lines=args.lines, repeat=args.repeat)
+        report = spark_wordcount.run(lines=spark_wordcount.DEFAULT_LINES if args.lines is None else args.lines, repeat=args.repeat)
     else:  # argparse restricts the choices
         raise AssertionError(args.name)
     print(report.to_json() if args.json else report.to_text())
@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--repeat", type=int, default=3, help="repeats per side, interleaved (median kept)")
     bench.add_argument("--threads", type=int, default=1, help="cooperative threads")
-    bench.add_argument("--lines", type=int, default=200_000, help="wordcount: corpus lines")
+    bench.add_argument("--lines", type=int,
+                       help="wordcount / spark-wordcount: corpus lines (default 200000 / 1000000)")
     bench.add_argument("--pipeline", action="store_true", help="wordcount: run the Pipeline version")
     bench.add_argument("--items", type=int, default=2_000_000, help="chain: source items")
     bench.add_argument("--fused", action="store_true", help="chain: one fused map vertex instead of six")
