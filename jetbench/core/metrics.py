@@ -122,11 +122,13 @@ class JobMetrics:
 
     def table(self) -> str:
         """A plain-text table of the tasklets, for terminals."""
-        head = f"{'tasklet':<24}{'worker':>7}{'state':>14}{'in':>11}{'out':>11}{'batches':>9}{'busy ms':>10}{'slow':>6}"
+        names = [f"{t.vertex}#{t.index}" for t in self.tasklets]
+        width = max([24, *(len(n) + 1 for n in names)])
+        head = f"{'tasklet':<{width}}{'worker':>7}{'state':>14}{'in':>11}{'out':>11}{'batches':>9}{'busy ms':>10}{'slow':>6}"
         lines = [head, "-" * len(head)]
-        for t in self.tasklets:
+        for name, t in zip(names, self.tasklets, strict=True):
             lines.append(
-                f"{t.vertex + '#' + str(t.index):<24}{t.worker:>7}{t.state:>14}{t.received_count:>11}"
+                f"{name:<{width}}{t.worker:>7}{t.state:>14}{t.received_count:>11}"
                 f"{t.emitted_count:>11}{t.received_batches:>9}{t.busy_ms:>10.1f}{t.slow_calls:>6}"
             )
         for w in self.workers:
