@@ -622,7 +622,9 @@ class BuilderModel:
         added, changed or removed is applied to the document, and edits made in the builder to
         anything else stay. Where both changed the same vertex or edge, the code's version
         wins. A Pipeline is planned again. Unchanged sources are noticed cheaply (identity of
-        suppliers and functions); ``force=True`` re-reads the source anyway.
+        suppliers and functions). ``force=True`` re-reads the source anyway and counts all of it
+        as changed in code (its version wins; vertices only on the canvas stay), e.g. to bring
+        back a refresh that was undone.
 
         >>> from jetbench import DAG, Edge
         >>> from jetbench.processors import collect_sink, items_source, map_processor
@@ -649,7 +651,7 @@ class BuilderModel:
         if not force and fingerprint is not None and fingerprint == self._source_print:
             return False
         theirs = self._import(source)
-        base = self._base if self._base is not None else _Imported()
+        base = self._base if self._base is not None and not force else _Imported()
         if not force and _same_import(base, theirs):
             self._source_print = fingerprint
             self._base = theirs  # fresh objects (a re-planned pipeline): use them from now on

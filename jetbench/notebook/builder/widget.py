@@ -5,17 +5,25 @@ The kernel owns the document: the front end sends commands (``{"cmd": "add_verte
 ``layout``, ``run``); the model applies them, validates, and the widget sends the whole document
 and its problems back as two traits in one message. Python edits (``builder.add_vertex(...)``)
 take the same path, so both sides always show the same DAG.
+
+Code to canvas: ``builder.dag = dag`` and ``builder.pipeline = p`` replace the document;
+editing the DAG or Pipeline the builder was opened with, in code, shows after `DagBuilder.refresh`
+(in a notebook also automatically after each cell that changed it). Canvas to code:
+``builder.dag`` is a new `DAG` of the document as it is now.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import weakref
 from typing import Any
 
 import anywidget
 import traitlets
 
+from ...core.dag import DAG
 from .._assets import asset_text
 from .model import BuilderModel
 from .palette import BuilderError, Palette
@@ -39,6 +47,26 @@ class DagBuilder(anywidget.AnyWidget):
     laid out automatically. ``builder.dag`` is the real `jetbench.DAG` (raises `BuilderError`
     listing the problems while the canvas has errors). Code fields see ``namespace`` (default:
     the notebook's names); `Processor` subclasses found there join the palette.
+
+    The DAG or Pipeline it was opened with stays its `source`: edit that in code and call
+    `refresh` (with ``auto_refresh``, the default, an IPython kernel does it after every cell) to
+    see the edits on the canvas, merged with the edits made there:
+
+    >>> import jetbench
+    >>> from jetbench import Pipeline, sinks, sources
+    >>> p = Pipeline()
+    >>> numbers = p.read_from(sources.items([1, 2, 3]))
+    >>> _ = numbers.map(lambda x: x * 10, name="times-ten").write_to(sinks.collect())
+    >>> b = DagBuilder(p, namespace={})
+    >>> [v["name"] for v in b.doc["vertices"]]
+    ['items', 'times-ten', 'collect']
+    >>> _ = numbers.filter(lambda x: x > 1, name="big").write_to(sinks.noop())
+    >>> b.refresh()
+    True
+    >>> [v["name"] for v in b.doc["vertices"]]
+    ['items', 'times-ten', 'collect', 'big', 'noop']
+    >>> b.pipeline is p, sorted(jetbench.run(b.dag))
+    (True, [10, 20, 30])
     """
 
     _esm = asset_text("builder.js")
@@ -57,7 +85,7 @@ class DagBuilder(anywidget.AnyWidget):
     height = traitlets.Int(460).tag(sync=True)
 
     def __init__(self, dag: Any = None, *, namespace: dict[str, Any] | None = None, palette: Palette | None = None,
-                 service: Any = None, **kwargs: Any):
+                 service: Any = None, auto_refresh: bool = True, **kwargs: Any):
         ns = _notebook_namespace() if namespace is None else namespace
         palette = palette or Palette()
         palette.register_namespace(ns)
@@ -76,6 +104,9 @@ class DagBuilder(anywidget.AnyWidget):
             self.model._undo.clear()
         self._sync()
         self.on_msg(self._on_msg)
+        self._hook: Any = None
+        if auto_refresh:
+            self._watch_cells()
 
     # ------------------------------------------------------------------------ Python API
 
@@ -86,7 +117,64 @@ class DagBuilder(anywidget.AnyWidget):
 
     @dag.setter
     def dag(self, dag: Any) -> None:
+        """Show ``dag`` (a `DAG` or `Pipeline`) instead, and follow it from now on (one undo step)."""
         self.model.load_dag(dag)
+
+    @property
+    def source(self) -> Any:
+        """The DAG or Pipeline the builder was opened with (or last given), None if none."""
+        return self.model.source
+
+    @property
+    def pipeline(self) -> Any:
+        """The `Pipeline` the builder follows, or None (opened empty, or with a DAG)."""
+        source = self.model.source
+        return source if source is not None and not isinstance(source, DAG) and hasattr(source, "to_dag") else None
+
+    @pipeline.setter
+    def pipeline(self, pipeline: Any) -> None:
+        """Plan ``pipeline`` and show it: the same pipeline, edited, is merged like `refresh`; another
+        one replaces the document (vertices with the same names keep their place)."""
+        if pipeline is not None and pipeline is self.model.source:
+            self.model.refresh()
+        else:
+            self.model.load_dag(pipeline)
+
+    def refresh(self, force: bool = False) -> bool:
+        """Show what changed in code in `source` since it was opened or last refreshed, merged with
+        the edits made on the canvas (see `BuilderModel.refresh`); True if anything changed."""
+        return self.model.refresh(force)
+
+    def _watch_cells(self) -> None:
+        """In an IPython kernel: refresh after every cell (cheap when nothing changed)."""
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover - the widget stack brings IPython
+            return
+        shell = get_ipython()
+        if shell is None:
+            return
+        ref = weakref.ref(self)
+
+        def after_cell(*_: Any) -> None:
+            builder = ref()
+            if builder is None or builder.model.source is None:
+                return
+            try:
+                builder.model.refresh()
+            except Exception as exc:  # a broken edit in code must not break every later cell
+                builder._say(f"refresh: {type(exc).__name__}: {exc}")
+
+        shell.events.register("post_run_cell", after_cell)
+        self._hook = (shell, after_cell)
+
+    def close(self) -> None:
+        if self._hook is not None:
+            shell, hook = self._hook
+            self._hook = None
+            with contextlib.suppress(ValueError):  # already gone
+                shell.events.unregister("post_run_cell", hook)
+        super().close()
 
     def add_vertex(self, kind: str, name: str | None = None, params: dict[str, Any] | None = None,
                    parallelism: int | None = None, x: float | None = None, y: float | None = None) -> str:
