@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Set up a development environment for jetbench on Debian/Ubuntu.
 #
-#   * system packages (apt): graphviz, a Java 17+ runtime for pyspark, chromium (browser tests)
+#   * system packages (apt): graphviz, a Java 17+ runtime for pyspark, chromium (browser tests),
+#     nodejs and npm (to build the notebook widgets; skipped when node 18+ and npm are on PATH)
 #   * a virtualenv at .venv with `pip install -e ".[dev]"`
-#   * the notebook widgets' front end: widgets/src -> jetbench/_static (scripts/build_widgets.sh)
+#   * the notebook widgets' front end: npm packages from widgets/package-lock.json, bundled with
+#     widgets/src into jetbench/_static (scripts/build_widgets.sh)
 #
 # Idempotent: a second run checks everything and changes nothing. The pip
 # install is redone only when pyproject.toml changes (sha256 stamp in .venv).
@@ -22,7 +24,7 @@ PIP_STAMP="$VENV/.jetbench-pip-upgraded"
 
 # Debian packages the project needs (chromium: /usr/bin/chromium for the browser tests,
 # driven by pip's playwright). openjdk-17-jre-headless is skipped when a Java >= 17 is present.
-APT_PACKAGES=(graphviz openjdk-17-jre-headless chromium)
+APT_PACKAGES=(graphviz openjdk-17-jre-headless chromium nodejs npm)
 # shellcheck disable=SC2206
 APT_PACKAGES+=(${JETBENCH_EXTRA_APT_PACKAGES:-})
 
@@ -49,9 +51,23 @@ dpkg_installed() {
     dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
 }
 
+node_major() {
+    # Prints the major version of `node` on PATH, or nothing.
+    command -v node >/dev/null 2>&1 || return 0
+    node -p 'process.versions.node.split(".")[0]' 2>/dev/null || true
+}
+
 package_satisfied() {
     local pkg="$1"
     case "$pkg" in
+        nodejs)  # any node 18+ on PATH will do (a distribution's, or one that bundles npm)
+            local nm
+            nm="$(node_major)"
+            [[ -n "$nm" && "$nm" -ge 18 ]] && return 0
+            ;;
+        npm)
+            command -v npm >/dev/null 2>&1 && return 0
+            ;;
         openjdk-*-jre-headless|openjdk-*-jre|openjdk-*-jdk|openjdk-*-jdk-headless)
             local jm
             jm="$(java_major)"
@@ -96,6 +112,9 @@ fi
 command -v dot >/dev/null 2>&1 || die "graphviz 'dot' not found on PATH after install"
 jm="$(java_major)"
 [[ -n "$jm" && "$jm" -ge 17 ]] || die "Java 17+ required by pyspark; found: ${jm:-none}"
+nm="$(node_major)"
+[[ -n "$nm" && "$nm" -ge 18 ]] || die "node 18+ required to build the widgets; found: ${nm:-none}"
+command -v npm >/dev/null 2>&1 || die "npm not found on PATH after install"
 
 # ------------------------------------------------------------------ python
 
@@ -162,7 +181,8 @@ fi
 
 # ------------------------------------------------------------------ widgets
 
-# Front-end sources in widgets/ -> jetbench/_static/*.js (skipped when up to date).
+# npm ci (only when the lock changed) + esbuild bundle of widgets/src -> jetbench/_static/
+# (skipped when up to date).
 bash "$ROOT/scripts/build_widgets.sh"
 
 log "done"

@@ -1,20 +1,37 @@
-"""The visual DAG builder in a real JupyterLab 4 + Chromium: drag, connect, validate, edit, run.
+"""The visual DAG builder (React Flow + elkjs front end) in a real JupyterLab 4 + Chromium.
 
-The notebook makes a builder with a source and a sink from Python; the test drags a map from the
-palette between them, sees its "input not connected" badge, connects the ports (the badges go),
-edits the map's code in the side panel, is refused a cycle, presses Run, sees the result and the
-live dashboard below, and checks the kernel-side ``builder.dag``.
+- drag two kinds from the palette, connect the ports, see the validation badges come and go, be
+  refused a cycle, edit code and parallelism in the side panel, run, check ``builder.dag``;
+- delete (Delete key and button), undo / redo (keys and buttons), zoom, pan and fit, edit an
+  edge's routing, key and queue size in the side panel, auto-layout with ELK (kernel positions);
+- a 50-vertex DAG: time to first render and to apply an edit (printed; only a loose sanity bound).
+
+Screenshots go to tests/browser/artifacts/.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 import time
 
 import pytest
 
-from .jlab import open_notebook, run_all, run_new_cell, screenshot, write_notebook
+from .jlab import ARTIFACTS, open_notebook, run_all, run_new_cell, screenshot, write_notebook
 
 pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(autouse=True)
+def screenshot_on_failure(request, page):
+    """A screenshot of the whole page when a test fails (tests/browser/artifacts/failed-NAME.png)."""
+    failed = request.session.testsfailed
+    yield
+    if request.session.testsfailed > failed:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"failed-{request.node.name}.png"))
+
+B = ".jp-NotebookPanel .jetbench-builder"
 
 SETUP = """\
 from jetbench import ExecutionService
@@ -22,29 +39,53 @@ from jetbench.notebook import DagBuilder
 
 builder = DagBuilder(service=ExecutionService(cooperative_threads=2))
 builder.add_vertex("items", name="numbers", params={"items": "range(100)"}, parallelism=1, x=40, y=60)
-builder.add_vertex("collect", name="out", parallelism=1, x=600, y=60)
+builder.add_vertex("collect", name="out", parallelism=1, x=760, y=60)
 builder
 """
 
-BIG = (  # one line: run_new_cell types it
-    "from jetbench import DAG, Edge; from jetbench.processors import items_source, map_processor, collect_sink; "
-    "dag50 = DAG(); src = dag50.new_vertex('src', items_source(range(10))); "
-    "sink = dag50.new_vertex('sink', collect_sink()); "
-    "ms = [[dag50.new_vertex(f'm{b}_{i}', map_processor(lambda x: x + 1)) for i in range(8)] for b in range(6)]; "
-    "[dag50.edge(Edge.from_(src, b).to(ms[b][0])) for b in range(6)]; "
-    "[dag50.edge(Edge.between(ms[b][i], ms[b][i + 1])) for b in range(6) for i in range(7)]; "
-    "[dag50.edge(Edge.from_(ms[b][7]).to(sink, b)) for b in range(6)]; big = DagBuilder(dag50); big"
-)
+CHAIN = """\
+from jetbench.notebook import DagBuilder
 
-B = ".jp-NotebookPanel .jetbench-builder"
+chain = DagBuilder()
+chain.add_vertex("items", name="src", params={"items": "range(10)"}, x=700, y=300)
+chain.add_vertex("map", name="inc", params={"fn": "x + 1"}, x=40, y=40)
+chain.add_vertex("map", name="dbl", params={"fn": "x * 2"}, x=400, y=420)
+chain.add_vertex("collect", name="sink", x=90, y=260)
+e1 = chain.connect("src", "inc"); e2 = chain.connect("inc", "dbl"); e3 = chain.connect("dbl", "sink")
+chain.model._undo.clear(); chain._sync()
+chain
+"""
+
+BIG = """\
+from jetbench import DAG, Edge
+from jetbench.notebook import DagBuilder
+from jetbench.processors import collect_sink, items_source, map_processor
+
+dag50 = DAG()
+src = dag50.new_vertex("src", items_source(range(10)))
+sink = dag50.new_vertex("sink", collect_sink())
+ms = [[dag50.new_vertex(f"m{b}_{i}", map_processor(lambda x: x + 1)) for i in range(8)] for b in range(6)]
+for b in range(6):
+    dag50.edge(Edge.from_(src, b).to(ms[b][0]))
+    for i in range(7):
+        dag50.edge(Edge.between(ms[b][i], ms[b][i + 1]))
+    dag50.edge(Edge.from_(ms[b][7]).to(sink, b))
+"""
 
 
-def node(name: str) -> str:
-    return f'{B} .jbb-node[data-name="{name}"]'
+# ------------------------------------------------------------------------------ helpers
+
+def node(name: str, root: str = B) -> str:
+    return f'{root} .jbb-node[data-name="{name}"]'
+
+
+def port(name: str, side: str, ordinal: int = 0, root: str = B) -> str:
+    return f'{node(name, root)} .jbb-{side}[data-ordinal="{ordinal}"]'
 
 
 def center(page, selector: str) -> tuple[float, float]:
     box = page.locator(selector).first.bounding_box()
+    assert box is not None, selector
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
@@ -55,14 +96,85 @@ def drag(page, start: tuple[float, float], end: tuple[float, float]) -> None:
     page.mouse.up()
 
 
-def connect(page, source: str, target: str, ordinal: int = 0) -> None:
-    drag(page, center(page, f'{node(source)} circle.jbb-out[data-ordinal="0"]'),
-         center(page, f'{node(target)} circle.jbb-in[data-ordinal="{ordinal}"]'))
+def connect(page, source: str, target: str, source_ordinal: int = 0, target_ordinal: int = 0) -> None:
+    drag(page, center(page, port(source, "out", source_ordinal)), center(page, port(target, "in", target_ordinal)))
 
 
-def badges(page, name: str) -> int:
-    return page.locator(f"{node(name)} .jbb-badge").count()
+def wait_js(page, expr: str, arg=None, timeout: int = 15_000) -> None:
+    page.wait_for_function(expr, arg=arg, timeout=timeout)
 
+
+def badge_count(page, root: str = B) -> int:
+    return page.locator(f"{root} .jbb-badge").count()
+
+
+def wait_badges(page, n: int, root: str = B) -> None:
+    wait_js(page, "([sel, n]) => document.querySelectorAll(sel).length === n", [f"{root} .jbb-badge", n])
+
+
+def kernel(page, expr: str):
+    """Evaluate ``expr`` in the kernel (through a new cell) and return it as a Python literal."""
+    out = run_new_cell(page, f"print('<<' + repr(({expr})) + '>>')")
+    m = re.search(r"<<(.*)>>", out, re.S)
+    assert m, out
+    return ast.literal_eval(m.group(1))
+
+
+def viewport(page, root: str = B) -> tuple[float, float, float]:
+    """React Flow's viewport transform: (x, y, zoom)."""
+    t = page.locator(f"{root} .react-flow__viewport").first.evaluate("el => el.style.transform")
+    m = re.match(r"translate\(([-\d.e]+)px, ([-\d.e]+)px\) scale\(([-\d.e]+)\)", t)
+    assert m, t
+    return float(m.group(1)), float(m.group(2)), float(m.group(3))
+
+
+INSIDE = """([inner, outer]) => {
+    const a = document.querySelector(outer).getBoundingClientRect();
+    return [...document.querySelectorAll(inner)].every((el) => {
+        const b = el.getBoundingClientRect();
+        return b.left >= a.left - 1 && b.top >= a.top - 1 && b.right <= a.right + 1 && b.bottom <= a.bottom + 1;
+    });
+}"""
+
+
+def inside(page, inner: str, outer: str) -> bool:
+    """Is every element ``inner`` inside the first ``outer`` on the screen?"""
+    return page.evaluate(INSIDE, [inner, outer])
+
+
+def wait_fitted(page, root: str = B) -> None:
+    page.wait_for_function(INSIDE, arg=[f"{root} .react-flow__node", f"{root} .jbb-canvas"], timeout=10_000)
+
+
+def empty_spot(page, root: str = B) -> tuple[float, float]:
+    """A point of the canvas where the pane itself is on top (no node, edge, label or control)."""
+    spot = page.locator(f"{root} .react-flow__pane").first.evaluate("""pane => {
+        const r = pane.getBoundingClientRect();
+        for (let fy = 0.1; fy < 0.95; fy += 0.1) for (let fx = 0.2; fx < 0.8; fx += 0.05) {
+            const x = r.left + r.width * fx, y = r.top + r.height * fy;
+            if (document.elementFromPoint(x, y) === pane) return [x, y];
+        }
+        return null;
+    }""")
+    assert spot, "no empty spot on the canvas"
+    return spot[0], spot[1]
+
+
+def click_edge(page, eid: str, root: str = B) -> None:
+    """Click the middle of an edge's line (a straight edge has no height: Playwright won't click it)."""
+    page.locator(root).first.scroll_into_view_if_needed()
+    x, y = page.locator(f'{root} .react-flow__edge[data-id="{eid}"] .react-flow__edge-path').first.evaluate("""path => {
+        const p = path.getPointAtLength(path.getTotalLength() / 2).matrixTransform(path.getScreenCTM());
+        return [p.x, p.y];
+    }""")
+    page.mouse.click(x, y)
+
+
+def click_node(page, name: str, root: str = B) -> None:
+    page.locator(f"{node(name, root)} .jbb-node-name").click()
+
+
+# ------------------------------------------------------------------------------ tests
 
 def test_drag_connect_validate_edit_and_run(lab, page):
     write_notebook(lab.root / "builder.ipynb", [SETUP])
@@ -72,35 +184,41 @@ def test_drag_connect_validate_edit_and_run(lab, page):
     builder.wait_for()
     page.wait_for_selector(node("out"))
     # the sink's input is not connected: an error badge, and Run is disabled
-    assert page.locator(f"{node('out')} .jbb-badge-error").count() == 1
+    page.wait_for_selector(f"{node('out')} .jbb-badge-error")
     assert page.locator(f"{node('numbers')} .jbb-badge-warning").count() == 1  # output not connected
     assert page.locator(f"{B} button.jbb-run").is_disabled()
 
-    # drag "map" from the palette onto the canvas, between the two
-    canvas = page.locator(f"{B} svg.jbb-canvas").bounding_box()
-    drop = (canvas["x"] + canvas["width"] * 0.5, canvas["y"] + canvas["height"] * 0.7)
-    drag(page, center(page, f'{B} .jbb-pal-item[data-kind="map"]'), drop)
-    page.wait_for_selector(node("map"))
-    page.wait_for_selector(f"{node('map')} .jbb-badge-error")
-    assert "input not connected" in page.locator(f"{node('map')} .jbb-badge title").text_content()
+    # drag "map" and "filter" from the palette onto the canvas, between the two
+    canvas = page.locator(f"{B} .jbb-canvas").bounding_box()
+    for kind, fx in (("map", 0.35), ("filter", 0.62)):
+        drop = (canvas["x"] + canvas["width"] * fx, canvas["y"] + canvas["height"] * 0.72)
+        drag(page, center(page, f'{B} .jbb-pal-item[data-kind="{kind}"]'), drop)
+        page.wait_for_selector(f"{node(kind)} .jbb-badge-error")
+    assert "input not connected" in page.locator(f"{node('map')} .jbb-badge").get_attribute("title")
+    assert page.locator(f"{B} .react-flow__node").count() == 4
     screenshot(builder, "builder-dropped.png")
 
-    # connect numbers -> map: the map's badge goes; map -> out: every badge goes
+    # connect numbers -> map -> filter -> out: each connection takes its badges away
     connect(page, "numbers", "map")
-    page.wait_for_function(f"() => !document.querySelector('{node('map')} .jbb-badge')")
-    assert badges(page, "out") == 1
-    connect(page, "map", "out")
-    page.wait_for_function(f"() => document.querySelectorAll('{B} .jbb-badge').length === 0")
-    assert page.locator(f"{B} .jbb-edge").count() == 2
+    wait_js(page, f"() => !document.querySelector('{node('map')} .jbb-badge-error')")
+    connect(page, "map", "filter")
+    connect(page, "filter", "out")
+    wait_badges(page, 0)
+    assert page.locator(f"{B} .react-flow__edge").count() == 3
     assert page.locator(f"{B} .jbb-summary").inner_text().endswith("valid")
+    assert page.locator(f"{B} button.jbb-run").is_enabled()
 
-    # a connection back into itself is refused at drop time
-    drag(page, center(page, f'{node("map")} circle.jbb-out[data-ordinal="0"]'), center(page, f"{node('map')} .jbb-node-body"))
-    assert "would create a cycle" in page.locator(f"{B} .jbb-message").inner_text()
-    assert page.locator(f"{B} .jbb-edge").count() == 2
+    # a connection that would close a cycle is refused at drop time: onto its own input port,
+    # and onto the body of an upstream vertex
+    drag(page, center(page, port("map", "out")), center(page, port("map", "in")))
+    wait_js(page, f"() => document.querySelector('{B} .jbb-message').textContent.includes('would create a cycle')")
+    page.locator(f"{B} .jbb-message").evaluate("el => { el.textContent = ''; }")
+    drag(page, center(page, port("filter", "out", 1)), center(page, f"{node('map')} .jbb-node-kind"))
+    wait_js(page, f"() => document.querySelector('{B} .jbb-message').textContent.includes('filter → map would create a cycle')")
+    assert page.locator(f"{B} .react-flow__edge").count() == 3
 
     # select the map, break its code (a badge), then fix it and set a property
-    page.locator(f"{node('map')} .jbb-node-name").click(force=True)
+    click_node(page, "map")
     code = page.locator(f'{B} .jbb-panel textarea[data-field="param:fn"]')
     code.fill("x *")
     code.blur()
@@ -110,22 +228,24 @@ def test_drag_connect_validate_edit_and_run(lab, page):
     code = page.locator(f'{B} .jbb-panel textarea[data-field="param:fn"]')
     code.fill("x * 2")
     code.blur()
-    page.wait_for_function(f"() => document.querySelectorAll('{B} .jbb-badge').length === 0")
+    wait_badges(page, 0)
     lp = page.locator(f'{B} .jbb-panel input[data-field="parallelism"]')
     lp.fill("2")
     lp.press("Enter")
-    page.wait_for_function(f"""() => document.querySelector('{node("map")} .jbb-node-kind')?.textContent.includes('×2')""")
+    wait_js(page, f"() => document.querySelector('{node('map')} .jbb-node-kind')?.textContent.includes('×2')")
+    click_node(page, "filter")
+    code = page.locator(f'{B} .jbb-panel textarea[data-field="param:fn"]')
+    code.fill("x % 3 == 0")
+    code.blur()
+    wait_js(page, f"() => document.querySelector('{node('filter')} .jbb-node-hint')?.textContent === 'x % 3 == 0'")
     screenshot(builder, "builder-connected.png")
 
     # run: the result in the builder, the live dashboard below it
     page.locator(f"{B} button.jbb-run").click()
     page.wait_for_selector(f'{B} .jbb-runbar[data-status="completed"]', timeout=20_000)
-    assert "(100 items)" in page.locator(f"{B} .jbb-runbar").inner_text()
-    dash = page.locator(".jp-NotebookPanel .jetbench-builder-below .jetbench-dashboard")
-    dash.wait_for()
-    page.wait_for_function(
-        """() => document.querySelector('.jetbench-builder-below .jb-status')?.dataset.status === 'completed'"""
-    )
+    assert "(34 items)" in page.locator(f"{B} .jbb-runbar").inner_text()
+    page.locator(".jp-NotebookPanel .jetbench-builder-below .jetbench-dashboard").wait_for()
+    wait_js(page, "() => document.querySelector('.jetbench-builder-below .jb-status')?.dataset.status === 'completed'")
     screenshot(page.locator(".jp-NotebookPanel .jp-OutputArea-output").first, "builder-run.png")
 
     # the kernel side: builder.dag is the DAG on the canvas
@@ -133,10 +253,11 @@ def test_drag_connect_validate_edit_and_run(lab, page):
         page,
         'd = builder.dag; print("DAG", [(v.name, v.local_parallelism) for v in d.vertices], '
         '[(e.source.name, e.destination.name, e.routing.value) for e in d.edges], '
-        'sorted(builder.job.result)[:3], builder.model.vertex("map")["params"])',
+        'sorted(builder.job.result)[:3], builder.model.vertex("map")["params"], builder.model.vertex("filter")["params"])',
     )
-    assert ("DAG [('numbers', 1), ('out', 1), ('map', 2)] "
-            "[('numbers', 'map', 'unicast'), ('map', 'out', 'unicast')] [0, 2, 4] {'fn': 'x * 2'}") in out, out
+    assert ("DAG [('numbers', 1), ('out', 1), ('map', 2), ('filter', None)] "
+            "[('numbers', 'map', 'unicast'), ('map', 'filter', 'unicast'), ('filter', 'out', 'unicast')] "
+            "[0, 6, 12] {'fn': 'x * 2'} {'fn': 'x % 3 == 0'}") in out, out
 
     # Python edits show on the canvas; undo in the browser reverts them
     run_new_cell(page, 'builder.update_vertex("out", name="results")')
@@ -144,24 +265,157 @@ def test_drag_connect_validate_edit_and_run(lab, page):
     page.locator(f"{B} button.jbb-undo").click()
     page.wait_for_selector(node("out"))
 
-    # 50 vertices: time to draw, and to apply an edit (Layout: browser -> kernel -> browser)
-    run_new_cell(page, BIG)
-    big = page.locator(".jp-NotebookPanel .jetbench-builder").nth(1)
-    big.locator(".jbb-node").nth(49).wait_for()
-    moved = '.jbb-node[data-name="m0_0"]'
-    before = big.locator(moved).get_attribute("transform")
-    run_new_cell(page, 'big.update_vertex("m0_0", x=3000, y=3000)')
-    page.wait_for_function(
-        "([sel, t]) => document.querySelectorAll('.jp-NotebookPanel .jetbench-builder')[1]"
-        ".querySelector(sel).getAttribute('transform') !== t", arg=[moved, before])
+
+def test_delete_undo_redo_view_edge_panel_and_layout(lab, page):
+    write_notebook(lab.root / "chain.ipynb", [CHAIN])
+    open_notebook(page, lab, "chain.ipynb")
+    run_all(page, 1)
+    builder = page.locator(B)
+    page.wait_for_selector(node("sink"))
+    wait_js(page, f"() => document.querySelectorAll('{B} .react-flow__edge').length === 3")
+    edges = kernel(page, "[e['id'] for e in chain.model.edges]")
+    assert len(edges) == 3
+
+    # auto-layout (ELK, layered, left to right): the kernel gets the positions, one undo step
+    before = kernel(page, "{v['name']: (v['x'], v['y']) for v in chain.model.vertices}")
+    assert not before["src"][0] < before["inc"][0] < before["dbl"][0] < before["sink"][0]
+    page.locator(f"{B} button.jbb-layout").click()
+    page.locator(f"{B} button.jbb-undo:not([disabled])").wait_for()
+    after = kernel(page, "{v['name']: (v['x'], v['y']) for v in chain.model.vertices}")
+    assert after["src"][0] < after["inc"][0] < after["dbl"][0] < after["sink"][0], after
+    assert len({y for _, y in after.values()}) == 1, after  # a chain: one row
+    wait_fitted(page)  # zoomed to fit afterwards
+    screenshot(builder, "builder-layout.png")
+    # the canvas shows what the kernel has
+    x_src = page.locator(node("src")).bounding_box()["x"]
+    x_sink = page.locator(node("sink")).bounding_box()["x"]
+    assert x_src < x_sink
+
+    # zoom with the wheel, pan by dragging the pane, fit again
+    x0, y0, z0 = viewport(page)
+    pane = page.locator(f"{B} .react-flow__pane").bounding_box()
+    page.mouse.move(pane["x"] + pane["width"] * 0.5, pane["y"] + pane["height"] * 0.5)
+    page.mouse.wheel(0, -400)
+    wait_js(page, "([sel, z]) => !document.querySelector(sel).style.transform.endsWith(`scale(${z})`)",
+            [f"{B} .react-flow__viewport", z0])
+    x1, y1, z1 = viewport(page)
+    assert z1 > z0 * 1.1, (z0, z1)
+    sx, sy = empty_spot(page)
+    drag(page, (sx, sy), (sx + 140, sy - 60))
+    x2, y2, z2 = viewport(page)
+    assert z2 == z1 and x2 - x1 == pytest.approx(140, abs=3) and y2 - y1 == pytest.approx(-60, abs=3), (x1, y1, x2, y2)
+    assert not inside(page, f"{B} .react-flow__node", f"{B} .jbb-canvas")
+    page.locator(f"{B} button.jbb-fit").click()
+    wait_js(page, "([sel, z]) => !document.querySelector(sel).style.transform.endsWith(`scale(${z})`)",
+            [f"{B} .react-flow__viewport", z2])
+    wait_fitted(page)
+
+    # select the middle edge and edit it in the side panel: routing, key, queue size
+    mid = edges[1]
+    click_edge(page, mid)
+    panel = page.locator(f"{B} .jbb-panel")
+    wait_js(page, "([sel, id]) => document.querySelector(sel)?.dataset.selected === id", [f"{B} .jbb-panel", mid])
+    assert "edge inc[0] → dbl[0]" in panel.locator(".jbb-panel-title").inner_text()
+    panel.locator('select[data-field="routing"]').select_option("partitioned")
+    key = panel.locator('textarea[data-field="key"]')
+    key.wait_for()
+    key.fill("x % 4")
+    key.blur()
+    qs = panel.locator('input[data-field="queue_size"]')
+    qs.fill("64")
+    qs.press("Enter")
+    pr = panel.locator('input[data-field="priority"]')
+    pr.fill("2")
+    pr.press("Enter")
+    page.wait_for_selector(f'{B} .jbb-edge-label[data-routing="partitioned"][data-source="inc"][data-target="dbl"]')
+    wait_js(page, "(sel) => document.querySelector(sel)?.defaultValue === '2'", f'{B} .jbb-panel input[data-field="priority"]')
+    edge = kernel(page, f"{{k: v for k, v in chain.model.edge('{mid}').items() if k in ('routing', 'key', 'queue_size', 'priority')}}")
+    assert edge == {"routing": "partitioned", "key": "x % 4", "queue_size": 64, "priority": 2}, edge
+    real = kernel(page, "[(e.routing.value, e.edge_queue_size, e.edge_priority, e.key_fn(9)) "
+                        "for e in chain.dag.edges if e.source.name == 'inc']")
+    assert real == [("partitioned", 64, 2, 1)], real
+    panel.locator('select[data-field="routing"]').select_option("broadcast")
+    page.wait_for_selector(f'{B} .jbb-edge-label[data-routing="broadcast"][data-source="inc"]')
+    screenshot(builder, "builder-edge-panel.png")
+
+    # delete a vertex with the Delete key (its edges go with it), undo / redo with the keyboard
+    click_node(page, "dbl")
+    wait_js(page, "(sel) => document.querySelector(sel)?.dataset.selected !== ''", f"{B} .jbb-panel")
+    page.keyboard.press("Delete")
+    wait_js(page, f"() => !document.querySelector('{node('dbl')}')")
+    wait_js(page, f"() => document.querySelectorAll('{B} .react-flow__edge').length === 1")
+    page.wait_for_selector(f"{node('sink')} .jbb-badge-error")  # its input is loose now
+    page.keyboard.press("Control+z")
+    page.wait_for_selector(node("dbl"))
+    wait_js(page, f"() => document.querySelectorAll('{B} .react-flow__edge').length === 3")
+    page.locator(f'{B} .jbb-edge-label[data-routing="broadcast"]').wait_for()  # its edge's settings came back
+    page.keyboard.press("Control+Shift+Z")
+    wait_js(page, f"() => !document.querySelector('{node('dbl')}')")
+    page.keyboard.press("Control+z")
+    page.wait_for_selector(node("dbl"))
+    names = kernel(page, "sorted(v['name'] for v in chain.model.vertices), len(chain.model.edges)")
+    assert names == (["dbl", "inc", "sink", "src"], 3)
+
+    # delete an edge with the button, undo and redo with the buttons
+    last = edges[2]
+    click_edge(page, last)
+    wait_js(page, "([sel, id]) => document.querySelector(sel)?.dataset.selected === id", [f"{B} .jbb-panel", last])
+    page.locator(f"{B} button.jbb-delete").click()
+    wait_js(page, f"() => document.querySelectorAll('{B} .react-flow__edge').length === 2")
+    page.wait_for_selector(f"{node('sink')} .jbb-badge-error")
+    assert page.locator(f"{B} button.jbb-delete").is_disabled()
+    page.locator(f"{B} button.jbb-undo").click()
+    wait_js(page, f"() => document.querySelectorAll('{B} .react-flow__edge').length === 3")
+    page.locator(f"{B} button.jbb-redo").click()
+    wait_js(page, f"() => document.querySelectorAll('{B} .react-flow__edge').length === 2")
+    assert kernel(page, "len(chain.model.edges)") == 2
+    # and the layout itself is one undo step back to the scattered positions
+    page.locator(f"{B} button.jbb-undo").click()
+    wait_js(page, f"() => document.querySelectorAll('{B} .react-flow__edge').length === 3")
+    for _ in range(5):  # broadcast, priority, queue size, key, partitioned
+        page.locator(f"{B} button.jbb-undo").click()
+        page.wait_for_timeout(150)
+    page.locator(f"{B} button.jbb-undo").click()
+    wait_js(page, f"() => document.querySelector('{B} button.jbb-undo').disabled")
+    assert kernel(page, "{v['name']: (v['x'], v['y']) for v in chain.model.vertices}") == before
+
+
+def test_fifty_vertices_render_and_edit(lab, page):
+    write_notebook(lab.root / "big.ipynb", [BIG])
+    open_notebook(page, lab, "big.ipynb")
+    run_all(page, 1)
+    big = page.locator(B)
+    # time to first render: from running the cell to every node measured on the canvas
     t0 = time.perf_counter()
+    run_new_cell(page, "big = DagBuilder(dag50); big")
+    page.wait_for_function(f"() => document.querySelector('{B}')?.dataset.renderMs !== undefined", timeout=60_000)
+    render_wall = time.perf_counter() - t0
+    render_ms = float(big.get_attribute("data-render-ms"))
+    assert big.locator(".react-flow__node").count() == 50
+    assert big.locator(".react-flow__edge").count() == 54
+    wait_fitted(page)
+
+    # one edit: rename a vertex in the side panel (browser -> kernel -> validation -> browser)
+    click_node(page, "m3_4")
+    name = page.locator(f'{B} .jbb-panel input[data-field="name"]')
+    name.fill("renamed")
+    seq = big.get_attribute("data-doc-seq") or "0"
+    t1 = time.perf_counter()
+    name.press("Enter")
+    page.wait_for_selector(node("renamed"))
+    edit_wall = time.perf_counter() - t1
+    wait_js(page, "([sel, s]) => document.querySelector(sel).dataset.docSeq !== s", [B, seq])
+    update_ms = float(big.get_attribute("data-update-ms"))
+
+    # one more: auto-layout with ELK (first use loads ELK), then move every vertex in the kernel
+    t2 = time.perf_counter()
     big.locator("button.jbb-layout").click()
-    page.wait_for_function(
-        "([sel, t]) => document.querySelectorAll('.jp-NotebookPanel .jetbench-builder')[1]"
-        ".querySelector(sel).getAttribute('transform') === t", arg=[moved, before])
-    edit_s = time.perf_counter() - t0
-    draw_ms = float(big.get_attribute("data-draw-ms"))
-    print(f"50 vertices: draw {draw_ms:.1f} ms, layout edit round trip {edit_s * 1000:.0f} ms")
-    assert draw_ms < 100 and edit_s < 2.0, (draw_ms, edit_s)
-    big.locator("button.jbb-fit").click()
+    page.locator(f"{B} button.jbb-undo:not([disabled])").wait_for()
+    wait_js(page, "(sel) => !document.querySelector(sel).disabled", f"{B} button.jbb-layout")
+    layout_wall = time.perf_counter() - t2
+    assert kernel(page, "big.model.vertex('renamed')['name']") == "renamed"
+    print(f"\n50 vertices, 54 edges: first render {render_ms:.0f} ms in the browser "
+          f"({render_wall * 1000:.0f} ms from running the cell); rename round trip {edit_wall * 1000:.0f} ms "
+          f"(kernel reply to repaint {update_ms:.0f} ms); ELK layout round trip {layout_wall * 1000:.0f} ms")
+    assert render_wall < 30 and edit_wall < 10 and layout_wall < 20  # sanity only
     screenshot(big, "builder-50-vertices.png")

@@ -1,0 +1,460 @@
+// jetbench visual DAG builder: the front end of jetbench.notebook.DagBuilder (anywidget ESM),
+// drawn with React Flow (@xyflow/react) and laid out with elkjs; esbuild bundles it with its
+// dependencies into jetbench/_static/builder.js (scripts/build_widgets.sh).
+//
+// The kernel owns the document: the `doc` trait (vertices, edges), its validation (`problems`),
+// `palette_kinds`, `can_undo` / `can_redo`, `message` / `message_seq`, `run_state` and `height`.
+// This module draws them and sends commands back: {cmd: "add_vertex" | "connect" |
+// "update_vertex" | "update_edge" | "move" | "delete" | "undo" | "redo" | "layout" | "run"}.
+// Node drags, selection and the viewport (pan, zoom) are local; a drag is sent as one `move`
+// when the node is dropped, and an auto-layout computed here by ELK as one `move` of every
+// vertex, so the kernel keeps every position (and one undo step per gesture).
+//
+// The page's data-* attributes are for the browser tests: data-name / data-kind on nodes,
+// data-ordinal on ports, data-source / data-target / data-routing on edge labels, and on the
+// root data-vertices, data-edges, data-render-ms (first render until every node is measured),
+// data-update-ms (a new document from the kernel until it is on the page) and data-doc-seq.
+
+import React, { createContext, memo, useCallback, useContext, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import { createRoot } from "react-dom/client";
+import {
+  Background, BaseEdge, Controls, EdgeLabelRenderer, Handle, MiniMap, Position, ReactFlow, ReactFlowProvider,
+  applyEdgeChanges, applyNodeChanges, getBezierPath, useNodesInitialized, useReactFlow, useUpdateNodeInternals,
+} from "@xyflow/react";
+import {
+  EMPTY_DOC, EMPTY_PROBLEMS, NODE_W, PORT_GAP, PORT_Y0, catColor, countProblems, kindsById, nodeHeight, ordinalOf,
+  toEdges, toNodes, wouldCycle,
+} from "./graph.js";
+import { elkLayout } from "./layout.js";
+import { SidePanel } from "./panel.jsx";
+
+let instances = 0; // one React Flow id per view: SVG marker ids must not clash between builders
+
+function useTrait(model, name) {
+  const subscribe = useCallback((cb) => {
+    model.on(`change:${name}`, cb);
+    return () => model.off(`change:${name}`, cb);
+  }, [model, name]);
+  return useSyncExternalStore(subscribe, () => model.get(name));
+}
+
+const Ctx = createContext(null);
+
+function Badge({ list }) {
+  if (!list || !list.length) return null;
+  const level = list.some((p) => p.level === "error") ? "error" : "warning";
+  return (
+    <span className={`jbb-badge jbb-badge-${level}`} data-count={list.length} title={list.map((p) => p.message).join("\n")}>
+      {list.length > 1 ? list.length : "!"}
+    </span>
+  );
+}
+
+function summaryOf(v, kind) {
+  // the first code / expression / text parameter, as a one-line hint on the node
+  for (const p of kind?.params || []) {
+    const value = (v.params || {})[p.name];
+    if (["code", "expr", "str", "text"].includes(p.type) && typeof value === "string" && value.trim()) {
+      const line = value.trim().split("\n")[0];
+      return line.length > 24 ? line.slice(0, 23) + "…" : line;
+    }
+  }
+  return "";
+}
+
+const range = (n) => Array.from({ length: n }, (_, i) => i);
+
+const VertexNode = memo(function VertexNode({ id, data, selected }) {
+  const { v, kind, ports, problems } = data;
+  const updateNodeInternals = useUpdateNodeInternals();
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) { first.current = false; return; }
+    updateNodeInternals(id); // a port came or went: React Flow re-reads the handles
+  }, [id, ports.ins, ports.outs, updateNodeInternals]);
+  const height = nodeHeight(ports);
+  const hint = summaryOf(v, kind);
+  const cls = "jbb-node" + (selected ? " jbb-selected" : "") + (problems.length ? " jbb-has-problem" : "");
+  return (
+    <div className={cls} data-id={id} data-name={v.name} data-kind={v.kind}
+      style={{ width: NODE_W, height, "--jbb-cat": catColor(kind ? kind.category : "custom") }}>
+      <div className="jbb-node-name" title={v.name}>{v.name}</div>
+      <div className="jbb-node-kind">{kind ? kind.label : v.kind} · ×{v.parallelism ?? "default"}</div>
+      {hint ? <div className="jbb-node-hint" title={hint}>{hint}</div> : null}
+      {range(ports.ins).map((i) => (
+        <React.Fragment key={`in-${i}`}>
+          <Handle type="target" position={Position.Left} id={`in-${i}`} className="jbb-port jbb-in" data-ordinal={i}
+            title={`input ${i}`} style={{ top: PORT_Y0 + PORT_GAP * i }} />
+          <span className="jbb-port-label jbb-port-label-in" style={{ top: PORT_Y0 + PORT_GAP * i }}>{i}</span>
+        </React.Fragment>
+      ))}
+      {range(ports.outs).map((i) => (
+        <React.Fragment key={`out-${i}`}>
+          <Handle type="source" position={Position.Right} id={`out-${i}`} className="jbb-port jbb-out" data-ordinal={i}
+            title={`output ${i}`} style={{ top: PORT_Y0 + PORT_GAP * i }} />
+          <span className="jbb-port-label jbb-port-label-out" style={{ top: PORT_Y0 + PORT_GAP * i }}>{i}</span>
+        </React.Fragment>
+      ))}
+      <Badge list={problems} />
+    </div>
+  );
+});
+
+function RoutedEdge({ id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, markerEnd, data, selected }) {
+  const ctx = useContext(Ctx);
+  const [path, lx, ly] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
+  const e = data.e;
+  const routing = e.routing || "unicast";
+  const text = routing === "unicast" ? "" : routing;
+  const empty = !text && !data.problems.length;
+  return (
+    <>
+      <BaseEdge id={id} path={path} markerEnd={markerEnd} interactionWidth={16} />
+      <EdgeLabelRenderer>
+        <div className={"jbb-edge-label nodrag nopan" + (selected ? " jbb-selected" : "") + (empty ? " jbb-empty" : "")}
+          data-edge={id} data-source={data.sourceName} data-target={data.targetName} data-routing={routing}
+          style={{ transform: `translate(${lx}px, ${ly}px) translate(-50%, -100%) translateY(-3px)` }}
+          onClick={() => ctx.selectEdge(id)}>
+          {text ? <span className="jbb-edge-routing">{text}</span> : null}
+          <Badge list={data.problems} />
+        </div>
+      </EdgeLabelRenderer>
+    </>
+  );
+}
+
+const nodeTypes = { vertex: VertexNode };
+const edgeTypes = { routed: RoutedEdge };
+
+function RunBar({ state }) {
+  const s = state || {};
+  if (!s.status) return <div className="jbb-runbar" data-status="" />;
+  return (
+    <div className="jbb-runbar" data-status={s.status}>
+      <span className="jbb-run-status" data-status={s.status}>{s.status}</span> job <b>{s.job}</b>
+      {s.error ? <> <span className="jbb-run-error">{s.error}</span></> : null}
+      {s.result !== null && s.result !== undefined ? (
+        <> · result{s.count !== undefined ? ` (${s.count} items)` : ""}: <code className="jbb-result">{s.result}</code></>
+      ) : null}
+    </div>
+  );
+}
+
+function Palette({ kinds, onDown }) {
+  const groups = {};
+  for (const k of kinds) (groups[k.category] ||= []).push(k);
+  return (
+    <div className="jbb-palette">
+      {Object.entries(groups).map(([cat, list]) => (
+        <React.Fragment key={cat}>
+          <div className="jbb-pal-cat">{cat}</div>
+          {list.map((k) => (
+            <div key={k.id} className="jbb-pal-item" data-kind={k.id} title={k.description || k.label}
+              style={{ borderLeftColor: catColor(cat) }} onPointerDown={(ev) => onDown(ev, k)}>
+              {k.label}
+            </div>
+          ))}
+        </React.Fragment>
+      ))}
+    </div>
+  );
+}
+
+function Builder({ model, t0, stats }) {
+  const rawDoc = useTrait(model, "doc");
+  const rawProblems = useTrait(model, "problems");
+  const paletteKinds = useTrait(model, "palette_kinds");
+  const canUndo = useTrait(model, "can_undo");
+  const canRedo = useTrait(model, "can_redo");
+  const messageSeq = useTrait(model, "message_seq");
+  const runState = useTrait(model, "run_state");
+  const height = useTrait(model, "height") || 460;
+  const doc = rawDoc && Array.isArray(rawDoc.vertices) ? rawDoc : EMPTY_DOC;
+  const probs = rawProblems && rawProblems.vertices ? rawProblems : EMPTY_PROBLEMS;
+  const kinds = useMemo(() => kindsById(paletteKinds), [paletteKinds]);
+  const rf = useReactFlow();
+  const rootRef = useRef(null);
+  const flowRef = useRef(null);
+  const docRef = useRef(doc);
+  docRef.current = doc;
+  const [nodes, setNodes] = useState(() => toNodes(doc, kinds, probs, []));
+  const [edges, setEdges] = useState(() => toEdges(doc, probs, []));
+  const [flash, setFlash] = useState("");
+  const [laying, setLaying] = useState(false);
+  const applied = useRef({ doc, kinds, probs });
+  const fitAfterUpdate = useRef(false);
+  const send = useCallback((msg) => model.send(msg), [model]);
+  const names = useMemo(() => Object.fromEntries(doc.vertices.map((v) => [v.id, v.name])), [doc]);
+
+  // kernel -> canvas: a new document, its problems or the palette rebuild the nodes and edges
+  useEffect(() => {
+    const a = applied.current;
+    if (a.doc === doc && a.kinds === kinds && a.probs === probs) return;
+    applied.current = { doc, kinds, probs };
+    setNodes((prev) => toNodes(doc, kinds, probs, prev));
+    setEdges((prev) => toEdges(doc, probs, prev));
+    if (fitAfterUpdate.current) {
+      fitAfterUpdate.current = false;
+      rf.fitView({ padding: 0.12, maxZoom: 1.2 });
+    }
+  }, [doc, kinds, probs, rf]);
+
+  useEffect(() => { if (messageSeq) setFlash(model.get("message") || ""); }, [messageSeq, model]);
+
+  // figures for the tests and the benchmark note
+  const initialized = useNodesInitialized();
+  useEffect(() => {
+    const root = rootRef.current;
+    if (!root) return;
+    root.dataset.vertices = String(doc.vertices.length);
+    root.dataset.edges = String(doc.edges.length);
+    if (initialized && !root.dataset.renderMs && nodes.length === doc.vertices.length) {
+      requestAnimationFrame(() => { root.dataset.renderMs = (performance.now() - t0).toFixed(1); });
+    }
+  }, [initialized, nodes, doc, t0]);
+  useEffect(() => {
+    const root = rootRef.current;
+    if (!root || stats.docAt === null) return;
+    const at = stats.docAt;
+    stats.docAt = null;
+    requestAnimationFrame(() => {
+      root.dataset.updateMs = (performance.now() - at).toFixed(1);
+      root.dataset.docSeq = String(++stats.seq);
+    });
+  }, [nodes, edges, stats]);
+
+  // ------------------------------------------------------------------ canvas events
+
+  const onNodesChange = useCallback((changes) => {
+    const local = changes.filter((c) => c.type !== "remove" && c.type !== "add" && c.type !== "replace");
+    if (local.length) setNodes((nds) => applyNodeChanges(local, nds));
+  }, []);
+  const onEdgesChange = useCallback((changes) => {
+    const local = changes.filter((c) => c.type === "select");
+    if (local.length) setEdges((eds) => applyEdgeChanges(local, eds));
+  }, []);
+
+  const onNodeDragStop = useCallback((_ev, _node, dragged) => {
+    const byId = Object.fromEntries(docRef.current.vertices.map((v) => [v.id, v]));
+    const positions = {};
+    for (const n of dragged || []) {
+      const v = byId[n.id];
+      const x = Math.round(n.position.x), y = Math.round(n.position.y);
+      if (v && (Math.round(v.x) !== x || Math.round(v.y) !== y)) positions[n.id] = [x, y];
+    }
+    if (Object.keys(positions).length) send({ cmd: "move", positions });
+  }, [send]);
+
+  const isValidConnection = useCallback((c) => !wouldCycle(docRef.current, c.source, c.target), []);
+
+  const onConnect = useCallback((c) => {
+    setFlash("");
+    send({ cmd: "connect", source: c.source, target: c.target,
+      source_ordinal: ordinalOf(c.sourceHandle), target_ordinal: ordinalOf(c.targetHandle) });
+  }, [send]);
+
+  // A drop that made no connection: refused (a cycle), or onto a node's body (its next free port).
+  const onConnectEnd = useCallback((event, state) => {
+    if (state.isValid || !state.fromNode) return;
+    const from = state.fromNode.id;
+    let other = state.toNode?.id;
+    let onBody = false;
+    if (!other) {
+      const pt = event.changedTouches ? event.changedTouches[0] : event;
+      const hit = pt && document.elementFromPoint(pt.clientX, pt.clientY);
+      const el = hit?.closest?.(".react-flow__node");
+      if (el && flowRef.current?.contains(el)) { other = el.dataset.id; onBody = true; }
+    }
+    if (!other) return;
+    const fromInput = state.fromHandle?.type === "target";
+    const ordinal = ordinalOf(state.fromHandle?.id);
+    const source = fromInput ? other : from, target = fromInput ? from : other;
+    const d = docRef.current;
+    const nameOf = (id) => d.vertices.find((v) => v.id === id)?.name ?? id;
+    if (wouldCycle(d, source, target)) {
+      setFlash(`refused: ${nameOf(source)} → ${nameOf(target)} would create a cycle`);
+    } else if (onBody) {
+      setFlash("");
+      send(fromInput ? { cmd: "connect", source, target, target_ordinal: ordinal } : { cmd: "connect", source, target, source_ordinal: ordinal });
+    }
+  }, [send]);
+
+  const selectEdge = useCallback((id) => {
+    setNodes((nds) => nds.map((n) => (n.selected ? { ...n, selected: false } : n)));
+    setEdges((eds) => eds.map((e) => (e.selected !== (e.id === id) ? { ...e, selected: e.id === id } : e)));
+  }, []);
+  const ctx = useMemo(() => ({ selectEdge }), [selectEdge]);
+
+  const selectedIds = useMemo(
+    () => [...nodes.filter((n) => n.selected).map((n) => n.id), ...edges.filter((e) => e.selected).map((e) => e.id)],
+    [nodes, edges],
+  );
+  const selected = useMemo(() => {
+    const n = nodes.find((x) => x.selected);
+    if (n) return { type: "vertex", id: n.id };
+    const e = edges.find((x) => x.selected);
+    return e ? { type: "edge", id: e.id } : null;
+  }, [nodes, edges]);
+
+  const deleteSelected = useCallback(() => {
+    if (selectedIds.length) send({ cmd: "delete", ids: selectedIds });
+  }, [selectedIds, send]);
+
+  const fit = useCallback(() => rf.fitView({ padding: 0.12, maxZoom: 1.2, duration: 0 }), [rf]);
+
+  const autoLayout = useCallback(async () => {
+    const ns = rf.getNodes(), es = rf.getEdges();
+    if (!ns.length) return;
+    setLaying(true);
+    try {
+      const positions = await elkLayout(ns, es);
+      const byId = Object.fromEntries(docRef.current.vertices.map((v) => [v.id, v]));
+      const moved = Object.entries(positions).some(([id, [x, y]]) => !byId[id] || byId[id].x !== x || byId[id].y !== y);
+      if (moved) {
+        fitAfterUpdate.current = true;
+        send({ cmd: "move", positions });
+      } else {
+        fit();
+      }
+    } catch (err) {
+      console.warn("jetbench builder: ELK layout failed, using the kernel's layout", err);
+      fitAfterUpdate.current = true;
+      send({ cmd: "layout" });
+    } finally {
+      setLaying(false);
+    }
+  }, [rf, send, fit]);
+
+  // ------------------------------------------------------------------ palette: drag a kind onto the canvas
+
+  const onPaletteDown = useCallback((ev, k) => {
+    if (ev.button !== 0) return;
+    ev.preventDefault();
+    const ghost = document.createElement("div");
+    ghost.className = "jbb-ghost";
+    ghost.textContent = k.label;
+    document.body.appendChild(ghost);
+    const move = (e) => {
+      ghost.style.left = `${e.clientX + 6}px`;
+      ghost.style.top = `${e.clientY + 6}px`;
+    };
+    move(ev);
+    const up = (e) => {
+      window.removeEventListener("pointermove", move);
+      window.removeEventListener("pointerup", up);
+      window.removeEventListener("pointercancel", up);
+      ghost.remove();
+      const r = flowRef.current?.getBoundingClientRect();
+      if (e.type === "pointerup" && r && e.clientX >= r.left && e.clientX <= r.right && e.clientY >= r.top && e.clientY <= r.bottom) {
+        const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
+        send({ cmd: "add_vertex", kind: k.id, x: Math.round(p.x - NODE_W / 2), y: Math.round(p.y - 20) });
+      }
+    };
+    window.addEventListener("pointermove", move);
+    window.addEventListener("pointerup", up);
+    window.addEventListener("pointercancel", up);
+  }, [rf, send]);
+
+  // ------------------------------------------------------------------ keyboard (JupyterLab must not see these keys)
+
+  const onKeyDown = (ev) => {
+    if (/^(INPUT|TEXTAREA|SELECT)$/.test(ev.target.tagName)) {
+      ev.stopPropagation(); // typing in the side panel: no notebook shortcuts
+      return;
+    }
+    const ctrl = ev.ctrlKey || ev.metaKey;
+    const key = ev.key.length === 1 ? ev.key.toLowerCase() : ev.key;
+    let handled = true;
+    if ((key === "Delete" || key === "Backspace") && !ctrl) deleteSelected();
+    else if (ctrl && key === "z" && !ev.shiftKey) send({ cmd: "undo" });
+    else if (ctrl && (key === "y" || (key === "z" && ev.shiftKey))) send({ cmd: "redo" });
+    else handled = false;
+    if (handled) {
+      ev.preventDefault();
+      ev.stopPropagation();
+    }
+  };
+  const onPointerDownCapture = (ev) => {
+    if (!/^(INPUT|TEXTAREA|SELECT|BUTTON|OPTION)$/.test(ev.target.tagName)) rootRef.current?.focus({ preventScroll: true });
+  };
+
+  const nErr = countProblems(probs, "error"), nWarn = countProblems(probs, "warning");
+  const summary = `${doc.vertices.length} vertices · ${doc.edges.length} edges · ` +
+    (nErr || nWarn ? `${nErr} error${nErr === 1 ? "" : "s"}${nWarn ? `, ${nWarn} warning${nWarn === 1 ? "" : "s"}` : ""}` : "valid");
+  const flowId = useMemo(() => `jbb-flow-${++instances}`, []);
+
+  return (
+    <Ctx.Provider value={ctx}>
+      <div className="jetbench-builder" ref={rootRef} tabIndex={0} onKeyDown={onKeyDown} onPointerDownCapture={onPointerDownCapture}>
+        <div className="jbb-toolbar">
+          <button className="jbb-undo" title="Undo (Ctrl+Z)" disabled={!canUndo} onClick={() => send({ cmd: "undo" })}>↶ Undo</button>
+          <button className="jbb-redo" title="Redo (Ctrl+Shift+Z)" disabled={!canRedo} onClick={() => send({ cmd: "redo" })}>↷ Redo</button>
+          <button className="jbb-delete" title="Delete the selection (Del)" disabled={!selectedIds.length} onClick={deleteSelected}>✕ Delete</button>
+          <button className="jbb-layout" title="Lay the DAG out left to right (ELK layered)" disabled={laying || !doc.vertices.length} onClick={autoLayout}>⇶ Layout</button>
+          <button className="jbb-fit" title="Zoom to fit" onClick={fit}>⤢ Fit</button>
+          <button className="jbb-run" title="Run the DAG on an ExecutionService" disabled={nErr > 0 || !doc.vertices.length} onClick={() => send({ cmd: "run" })}>▶ Run</button>
+          <span className="jbb-summary" data-errors={String(nErr)}>{summary}</span>
+          <span className="jbb-message" role="status" data-shown={flash ? "true" : "false"}>{flash}</span>
+        </div>
+        <div className="jbb-main" style={{ height }}>
+          <Palette kinds={paletteKinds || []} onDown={onPaletteDown} />
+          <div className="jbb-canvas" ref={flowRef}>
+            <ReactFlow
+              id={flowId}
+              nodes={nodes}
+              edges={edges}
+              nodeTypes={nodeTypes}
+              edgeTypes={edgeTypes}
+              onNodesChange={onNodesChange}
+              onEdgesChange={onEdgesChange}
+              onNodeDragStop={onNodeDragStop}
+              onConnect={onConnect}
+              onConnectEnd={onConnectEnd}
+              isValidConnection={isValidConnection}
+              deleteKeyCode={null}
+              disableKeyboardA11y
+              nodesFocusable={false}
+              edgesFocusable={false}
+              minZoom={0.1}
+              maxZoom={2.5}
+              fitView
+              fitViewOptions={{ padding: 0.12, maxZoom: 1.2 }}
+              connectionRadius={24}
+            >
+              <Background gap={16} size={1} />
+              <Controls showInteractive={false} position="bottom-left" />
+              {doc.vertices.length >= 12 ? <MiniMap position="top-right" pannable zoomable nodeStrokeWidth={3}
+                nodeColor={(n) => catColor(n.data?.kind?.category)} style={{ width: 150, height: 100 }} /> : null}
+            </ReactFlow>
+          </div>
+          <SidePanel doc={doc} kinds={kinds} probs={probs} selected={selected} send={send} />
+        </div>
+        <RunBar state={runState} />
+      </div>
+    </Ctx.Provider>
+  );
+}
+
+function render({ model, el }) {
+  const t0 = performance.now();
+  const stats = { docAt: null, seq: 0 };
+  const onDoc = () => { stats.docAt ??= performance.now(); };
+  model.on("change:doc", onDoc);
+  model.on("change:problems", onDoc);
+  const container = document.createElement("div");
+  el.appendChild(container);
+  const root = createRoot(container);
+  root.render(
+    <ReactFlowProvider>
+      <Builder model={model} t0={t0} stats={stats} />
+    </ReactFlowProvider>,
+  );
+  return () => {
+    model.off("change:doc", onDoc);
+    model.off("change:problems", onDoc);
+    root.unmount();
+    container.remove();
+  };
+}
+
+export default { render };
