@@ -166,6 +166,7 @@ def lambda_source(code: str, args: tuple[str, ...]) -> str | None:
     return f"lambda {', '.join(args)}: {text}"
 
 
+@functools.lru_cache(maxsize=8192)
 def check_code(code: str, args: tuple[str, ...], asynchronous: bool = False) -> str | None:
     """Compile (never run) ``code`` as a function of ``args``; the error text, or None if it compiles."""
     if not isinstance(code, str) or not code.strip():
@@ -184,6 +185,7 @@ def check_code(code: str, args: tuple[str, ...], asynchronous: bool = False) -> 
     return None
 
 
+@functools.lru_cache(maxsize=8192)
 def check_expr(code: str) -> str | None:
     if not isinstance(code, str) or not code.strip():
         return "empty expression"
@@ -256,6 +258,7 @@ def steps_text(steps: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=8192)
 def check_steps(text: Any) -> str | None:
     """The first problem of a ``steps`` text (parse error, or code that does not compile), or None."""
     try:

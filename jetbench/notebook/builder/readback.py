@@ -35,6 +35,7 @@ import copy
 import functools
 import importlib
 import inspect
+import linecache
 import textwrap
 import types
 from typing import Any
@@ -118,20 +119,58 @@ def _lambda_code(fn: types.FunctionType, args: tuple[str, ...], ns: dict[str, An
 
 
 def _find_lambda(fn: types.FunctionType) -> ast.Lambda:
+    found = _lambda_of(fn.__code__)
+    if isinstance(found, str):
+        raise Unreadable(found)
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _lambda_of(code: types.CodeType) -> ast.Lambda | str:
+    """The lambda's node in its source, or why not (cached: reading source is the slow part;
+    callers never change the node)."""
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount \
+            or code.co_posonlyargcount:
+        return "its source is not a plain lambda"
+    fast = _lambda_by_positions(code)
+    if fast is not None:
+        return fast
     try:
-        lines, _ = inspect.getsourcelines(fn)
+        lines, _ = inspect.getsourcelines(code)
     except (OSError, TypeError):
-        raise Unreadable("its source is not available") from None
-    code = fn.__code__
+        return "its source is not available"
     lambdas = [n for n in _lambdas_in(textwrap.dedent("".join(lines)))
                if not n.args.vararg and not n.args.kwarg and not n.args.kwonlyargs and not n.args.posonlyargs
                and len(n.args.args) == code.co_argcount]
     if not lambdas:
-        raise Unreadable("its source is not a plain lambda")
+        return "its source is not a plain lambda"
     same = [n for n in lambdas if _same_code(n, code)]  # the one compiling to the same bytecode
     if not same:
-        raise Unreadable("its source does not match it (changed since it was made?)")
+        return "its source does not match it (changed since it was made?)"
     return same[0]  # equal bytecode: any of them means the same
+
+
+def _lambda_by_positions(code: types.CodeType) -> ast.Lambda | None:
+    """The lambda rebuilt from the source span its instructions cover (``co_positions``): one
+    slice and one parse, checked against the bytecode; None when that does not work out."""
+    spans = [p for p in code.co_positions() if None not in p and (p[0], p[2]) != (p[1], p[3])]
+    if not spans:
+        return None
+    start = min((p[0], p[2]) for p in spans)
+    end = max((p[1], p[3]) for p in spans)
+    lines = linecache.getlines(code.co_filename)
+    if not lines or end[0] > len(lines):
+        return None
+    raw = [line.encode("utf-8") for line in lines[start[0] - 1:end[0]]]  # columns count UTF-8 bytes
+    raw[-1] = raw[-1][:end[1]]
+    raw[0] = raw[0][start[1]:]
+    body = b"".join(raw).decode("utf-8", errors="replace")
+    params = ", ".join(code.co_varnames[:code.co_argcount])
+    try:
+        node = ast.parse(f"lambda {params}: (\n{body}\n)", mode="eval").body
+    except SyntaxError:
+        return None
+    return node if isinstance(node, ast.Lambda) and _same_code(node, code) else None
 
 
 def _lambdas_in(source: str) -> list[ast.Lambda]:

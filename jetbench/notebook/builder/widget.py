@@ -98,10 +98,10 @@ class DagBuilder(anywidget.AnyWidget):
         self._below: Any = None
         super().__init__(**kwargs)
         self.palette_kinds = palette.to_json()
-        self.model.on_change = self._sync
         if dag is not None:
             self.model.load_dag(dag)
-            self.model._undo.clear()
+            self.model._undo.clear()  # opening is not an edit
+        self.model.on_change = self._sync
         self._sync()
         self.on_msg(self._on_msg)
         self._hook: Any = None
