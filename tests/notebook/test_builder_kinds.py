@@ -142,6 +142,21 @@ def test_hash_join_edges_get_their_defaults_and_the_job_joins(tmp_path):
     assert "join" in m.to_code() and m.to_dag()  # warnings do not stop a run
 
 
+def test_new_kinds_badges_reach_the_widget_state():
+    from jetbench.notebook import DagBuilder
+
+    b = DagBuilder(namespace={}, auto_refresh=False)
+    a = b.add_vertex("items", name="a")
+    j = b.add_vertex("hash_join", name="j", params={"left_key": "x", "right_key": "x("})
+    b.connect(a, j)
+    assert [(p["message"], p["level"]) for p in b.problems["vertices"][j]] == [
+        ("right_key: '(' was never closed", "error"), ("input 1 (build) not connected", "error")]
+    g = b.add_vertex("global_aggregate", name="g", parallelism=3)
+    b.connect(a, g)
+    assert [p["level"] for p in b.problems["vertices"][g]] == ["warning"]
+    assert any(k["id"] == "hash_join" and k["in_ports"] == ["probe", "build"] for k in b.palette_kinds)
+
+
 def test_co_group_partitions_both_inputs_by_their_keys(tmp_path):
     m = BuilderModel()
     a = m.add_vertex("items", name="a", params={"items": "['ax', 'by', 'az']"})

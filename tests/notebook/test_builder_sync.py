@@ -139,6 +139,9 @@ def test_replacing_the_source_keeps_places_of_same_named_vertices():
     assert (m.vertex("src")["x"], m.vertex("src")["y"]) == (5.0, 500.0)
     assert m.vertex("square")["x"] > 5.0 and no_overlap(m)
     assert m.undo() and [v["name"] for v in m.vertices] == ["src", "inc", "out"]
+    # a document loaded from JSON follows no code
+    m.load_json(m.to_json())
+    assert m.source is None and m.refresh() is False
 
 
 # ------------------------------------------------------------------------------ widget level

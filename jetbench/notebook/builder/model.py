@@ -1058,6 +1058,7 @@ class BuilderModel:
                           "queue_size": e.get("queue_size", DEFAULT_QUEUE_SIZE), "priority": e.get("priority", 0)})
         self._record()
         self.vertices, self.edges, self.suppliers = vertices, edges, {}
+        self.source, self._base, self._source_print = None, None, None  # follows no code any more
         self._changed()
 
     def load(self, path: str | os.PathLike) -> None:
