@@ -289,6 +289,33 @@ def test_spark_parquet_source_builds_exports_and_runs_without_a_session(tmp_path
                                               "timestamp": ""}
 
 
+def test_loading_new_kinds_from_json_runs_none_of_their_code(tmp_path):
+    calls: list[str] = []
+
+    def spy(what, value=None):
+        calls.append(what)
+        return value
+
+    ns = {"spy": spy}
+    m = BuilderModel(namespace=ns)
+    src = m.add_vertex("test_stream", name="events", params={"events": "spy('events', [(0, 1)])"})
+    svc = m.add_vertex("map_using_service", name="svc", params={"service": "spy('service', {})", "fn": "spy('fn', x)"})
+    t = m.add_vertex("transform", name="t", params={"steps": "map: spy('step', x)"})
+    j = m.add_vertex("hash_join", name="j", params={"left_key": "spy('left', x)", "right_key": "spy('right', x)"})
+    m.connect(src, svc)
+    m.connect(svc, t)
+    m.connect(t, j)
+    m.connect(m.add_vertex("items", name="build", params={"items": "spy('items', [])"}), j)
+    m.connect(j, m.add_vertex("callback", name="cb", params={"fn": "spy('callback')"}))
+    path = tmp_path / "spy.json"
+    m.save(path)
+    loaded = BuilderModel(namespace=ns)
+    loaded.load(path)
+    assert loaded.problems() == [] and loaded.to_code() and calls == []  # validated and exported: nothing ran
+    loaded.to_dag()
+    assert sorted(calls) == ["events", "items"]  # building evaluates the expressions only
+
+
 # ------------------------------------------------------------------------------ opened from code
 
 

@@ -1,9 +1,12 @@
 """The DAG builder's document, without any widget: vertices and edges as plain data, edits with
-undo/redo, validation per vertex and edge, conversion to a `jetbench.DAG`, import from a DAG,
-export as Python code, and a compact JSON form.
+undo/redo, validation per vertex and edge, conversion to a `jetbench.DAG`, import from a DAG or
+Pipeline (`BuilderModel.load_dag`) and following it as it is edited in code
+(`BuilderModel.refresh`), export as Python code, and a compact JSON form.
 
 Function code stays text in the document: it is compiled to check it, and turned into functions
-only by `BuilderModel.to_dag`. Loading JSON never runs code.
+only by `BuilderModel.to_dag`. Loading JSON never runs code. A DAG built in code opens with its
+functions as text where `readback.function_code` can show them; other suppliers stay objects
+("custom" vertices, with the reason as an info note).
 
 >>> m = BuilderModel()
 >>> src = m.add_vertex("items", name="numbers", params={"items": "range(5)"})
