@@ -395,10 +395,13 @@ def test_fifty_vertices_render_and_edit(lab, page):
     assert big.locator(".react-flow__edge").count() == 54
     wait_fitted(page)
 
-    # one edit: rename a vertex in the side panel (browser -> kernel -> validation -> browser)
+    # one edit: rename a vertex in the side panel (browser -> kernel -> validation -> browser);
+    # typed key by key: the notebook's own shortcuts (a, b, d, ...) must not fire meanwhile
     click_node(page, "m3_4")
+    cells = page.locator(".jp-NotebookPanel .jp-Cell").count()
     name = page.locator(f'{B} .jbb-panel input[data-field="name"]')
-    name.fill("renamed")
+    name.fill("")
+    name.press_sequentially("renamed")
     seq = big.get_attribute("data-doc-seq") or "0"
     t1 = time.perf_counter()
     name.press("Enter")
@@ -406,6 +409,7 @@ def test_fifty_vertices_render_and_edit(lab, page):
     edit_wall = time.perf_counter() - t1
     wait_js(page, "([sel, s]) => document.querySelector(sel).dataset.docSeq !== s", [B, seq])
     update_ms = float(big.get_attribute("data-update-ms"))
+    assert page.locator(".jp-NotebookPanel .jp-Cell").count() == cells
 
     # one more: auto-layout with ELK (first use loads ELK), then move every vertex in the kernel
     t2 = time.perf_counter()
@@ -413,9 +417,18 @@ def test_fifty_vertices_render_and_edit(lab, page):
     page.locator(f"{B} button.jbb-undo:not([disabled])").wait_for()
     wait_js(page, "(sel) => !document.querySelector(sel).disabled", f"{B} button.jbb-layout")
     layout_wall = time.perf_counter() - t2
+    # again, ELK loaded: undo (back to the kernel's layered layout), lay out once more
+    page.locator(f"{B} button.jbb-undo").click()
+    page.locator(f"{B} button.jbb-redo:not([disabled])").wait_for()
+    t3 = time.perf_counter()
+    big.locator("button.jbb-layout").click()
+    page.locator(f"{B} button.jbb-redo[disabled]").wait_for()
+    relayout_wall = time.perf_counter() - t3
+    elk_ms = float(big.get_attribute("data-layout-ms"))
     assert kernel(page, "big.model.vertex('renamed')['name']") == "renamed"
     print(f"\n50 vertices, 54 edges: first render {render_ms:.0f} ms in the browser "
           f"({render_wall * 1000:.0f} ms from running the cell); rename round trip {edit_wall * 1000:.0f} ms "
-          f"(kernel reply to repaint {update_ms:.0f} ms); ELK layout round trip {layout_wall * 1000:.0f} ms")
-    assert render_wall < 30 and edit_wall < 10 and layout_wall < 20  # sanity only
+          f"(kernel reply to repaint {update_ms:.0f} ms); ELK layout round trip {layout_wall * 1000:.0f} ms "
+          f"the first time (ELK loads), {relayout_wall * 1000:.0f} ms the next (ELK itself {elk_ms:.0f} ms)")
+    assert render_wall < 30 and edit_wall < 10 and layout_wall < 20 and relayout_wall < 20  # sanity only
     screenshot(big, "builder-50-vertices.png")

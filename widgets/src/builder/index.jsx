@@ -13,7 +13,8 @@
 // The page's data-* attributes are for the browser tests: data-name / data-kind on nodes,
 // data-ordinal on ports, data-source / data-target / data-routing on edge labels, and on the
 // root data-vertices, data-edges, data-render-ms (first render until every node is measured),
-// data-update-ms (a new document from the kernel until it is on the page) and data-doc-seq.
+// data-update-ms (a new document from the kernel until it is on the page), data-doc-seq and
+// data-layout-ms (the last ELK layout's own time).
 
 import React, { createContext, memo, useCallback, useContext, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import { createRoot } from "react-dom/client";
@@ -307,7 +308,9 @@ function Builder({ model, t0, stats }) {
     if (!ns.length) return;
     setLaying(true);
     try {
+      const t = performance.now();
       const positions = await elkLayout(ns, es);
+      if (rootRef.current) rootRef.current.dataset.layoutMs = (performance.now() - t).toFixed(1);
       const byId = Object.fromEntries(docRef.current.vertices.map((v) => [v.id, v]));
       const moved = Object.entries(positions).some(([id, [x, y]]) => !byId[id] || byId[id].x !== x || byId[id].y !== y);
       if (moved) {
