@@ -111,10 +111,15 @@ class Lab:
                 self.process.wait(5)
 
 
-def start_lab(base: Path) -> Lab:
+def start_lab(base: Path, via_jetbench: bool = False, notebooks: tuple[Path, ...] = ()) -> Lab:
+    """A server on a fresh ``base/notebooks`` root holding copies of ``notebooks``;
+    ``via_jetbench`` starts it the way users do, with ``jetbench lab`` (loopback,
+    01-getting-started as the default page when it is there)."""
     lab_exe = require_browser_stack()
     root = base / "notebooks"
     root.mkdir()
+    for path in notebooks:
+        shutil.copy(path, root / path.name)
     env = dict(os.environ)
     for var, sub in (
         ("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTER_DATA_DIR", "data"),
@@ -136,13 +141,18 @@ def start_lab(base: Path) -> Lab:
     token = secrets.token_hex(16)
     port = free_port()
     log = base / "jupyterlab.log"
-    process = subprocess.Popen(
-        [
+    quiet = ["--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None", "--LabApp.extension_manager=readonly"]
+    if via_jetbench:
+        command = [sys.executable, "-m", "jetbench", "lab", "--dir", str(root), "--port", str(port), "--token", token,
+                   "--no-browser", *quiet]
+    else:
+        command = [
             str(lab_exe), "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
             "--ServerApp.open_browser=False", "--ServerApp.allow_root=True", f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
-            "--LabApp.extension_manager=readonly",
-        ],
+            f"--ServerApp.root_dir={root}", *quiet,
+        ]
+    process = subprocess.Popen(
+        command,
         env=env, cwd=root, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )
     lab = Lab(f"http://127.0.0.1:{port}", token, root, process, log)
@@ -202,16 +212,26 @@ def open_notebook(page: Any, lab: Lab, name: str, ui: str = "lab") -> None:
         page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
 
 
+#: An error (traceback) in a cell's output.
+CELL_ERROR = '.jp-NotebookPanel .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]'
+
+
 def run_all(page: Any, cells: int, timeout_ms: int = 60_000) -> None:
+    """Run every cell; return when the first ``cells`` code cells ran, fail at once on an error
+    output (run-all stops there, so waiting on would only time out)."""
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     page.wait_for_function(
-        """(n) => {
+        """([n, error]) => {
+            if (document.querySelector(error)) return true;
             const ps = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];
             return ps.length >= n && ps.slice(0, n).every((p) => /\\[\\d+\\]/.test(p.textContent));
         }""",
-        arg=cells,
+        arg=[cells, CELL_ERROR],
         timeout=timeout_ms,
     )
+    errors = page.locator(CELL_ERROR)
+    if errors.count():
+        pytest.fail(f"a cell failed:\n{errors.first.inner_text()[-3000:]}", pytrace=False)
 
 
 def run_new_cell(page: Any, code: str, timeout_ms: int = 30_000) -> str:

@@ -1,0 +1,69 @@
+"""The teaching notebooks in a real JupyterLab, started the way users start it (``jetbench lab``):
+01 opens first and runs top to bottom with its DAG drawings and the visual builder; 02's
+dashboard is live while its job runs. Screenshots go to tests/browser/artifacts/ (the README's
+tour uses them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .jlab import KERNEL_IDLE, run_all, screenshot, start_lab
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+SHOWN = ("01-getting-started.ipynb", "02-cooperative-scheduling.ipynb")
+DASH = ".jp-NotebookPanel .jetbench-dashboard"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """``jetbench lab`` serving copies of 01 and 02 (running them must not touch the checkout)."""
+    server = start_lab(tmp_path_factory.mktemp("lab"), via_jetbench=True,
+                       notebooks=tuple(NOTEBOOKS / name for name in SHOWN))
+    yield server
+    server.stop()
+
+
+def code_cells(name: str) -> int:
+    import nbformat
+
+    return sum(cell.cell_type == "code" for cell in nbformat.read(NOTEBOOKS / name, as_version=4).cells)
+
+
+@pytest.mark.timeout(300)
+def test_lab_opens_01_and_it_runs_top_to_bottom(page, lab):
+    page.goto(f"{lab.url}/?token={lab.token}")  # the URL `jetbench lab` prints
+    page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+    current = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
+    assert "01-getting-started.ipynb" in current.inner_text()
+
+    run_all(page, code_cells(SHOWN[0]), timeout_ms=180_000)
+    graphs = page.locator(".jp-NotebookPanel .jp-RenderedSVG img")  # JupyterLab shows SVG output as <img>
+    assert graphs.count() >= 2  # the pipeline and the DAG, drawn by graphviz
+    assert "accumulate" in graphs.last.get_attribute("src")
+    frame = page.locator(".jp-NotebookPanel .jp-RenderedHTMLCommon table").first
+    assert frame.locator("tr").count() > 3  # the word counts as a DataFrame
+    builder = page.locator(".jp-NotebookPanel .jp-OutputArea-output .jetbench-builder")
+    builder.wait_for()
+    assert builder.locator("text=accumulate").count() >= 1  # the builder shows the word count's vertices
+    screenshot(builder, "notebook-01-builder.png")
+    screenshot(graphs.last, "notebook-01-dag.png")
+
+
+@pytest.mark.timeout(300)
+def test_02_shows_the_job_live_on_the_dashboard(page, lab):
+    page.goto(lab.notebook_url(SHOWN[1]))
+    page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    dash = page.locator(DASH).first
+    dash.locator('.jb-status[data-status="running"]').wait_for(timeout=120_000)
+    rows = dash.locator("tr.jb-row")
+    rows.first.wait_for()
+    assert rows.count() == 6  # source, 2 x parse, 2 x enrich, sink
+    screenshot(dash, "notebook-02-dashboard-live.png")
+
+    run_all(page, code_cells(SHOWN[1]), timeout_ms=240_000)
+    assert dash.locator(".jb-status").get_attribute("data-status") == "completed"
+    assert dash.locator("svg.jb-cpu-plot polyline").count() >= 2
+    screenshot(dash, "notebook-02-dashboard-final.png")
