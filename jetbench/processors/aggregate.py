@@ -25,7 +25,9 @@ class AggregateOperation:
     -> acc`` (the inverse of combine, for sliding windows). Functions return the new accumulator,
     so immutable accumulators (ints, tuples) work. ``recipe`` says how a library operation was
     made, ``(name in jetbench.aggregate, arguments)`` (None for hand-made ones), so tools can
-    show it as ``summing(fn)`` rather than five functions.
+    show it as ``summing(fn)`` rather than five functions. ``accumulate_all(acc, items) -> acc``,
+    optional, folds a whole batch at once (a fast path that must equal accumulating the items one
+    by one; counting has one).
 
     >>> op = AggregateOperation(create=lambda: 0, accumulate=lambda a, x: a + x, combine=operator.add)
     >>> op.finish_fn(op.accumulate(op.accumulate(op.create(), 2), 3))
@@ -38,6 +40,7 @@ class AggregateOperation:
     finish: Callable[[Any], Any] | None = None
     deduct: Callable[[Any, Any], Any] | None = None
     recipe: tuple[str, tuple[Any, ...]] | None = field(default=None, compare=False, repr=False)
+    accumulate_all: Callable[[Any, list], Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("create", "accumulate"):
@@ -64,13 +67,17 @@ def _count_one(acc: int, _item: Any) -> int:
     return acc + 1
 
 
+def _count_all(acc: int, items: list) -> int:
+    return acc + len(items)
+
+
 def _zero() -> int:
     return 0
 
 
 #: Counts items.
 counting = AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub,
-                              recipe=("counting", ()))
+                              recipe=("counting", ()), accumulate_all=_count_all)
 
 
 class _KeyedEmitterP(EmittingProcessor):

@@ -43,6 +43,7 @@ from .windowing import WindowDefinition, WindowResult
 
 _MISSING = object()
 _first = itemgetter(0)
+_second = itemgetter(1)
 _INF = math.inf
 #: Accumulator types that cannot change after they were emitted (no defensive copy needed).
 _IMMUTABLE = frozenset({int, float, bool, str, bytes, complex, frozenset, type(None)})
@@ -91,6 +92,8 @@ class SlidingWindowP(Processor):
         self._running: dict[Hashable, list] = {}
         # An identity finish would hand the running accumulator out while we keep mutating it.
         self._running_value = self._copy_of if op.finish is None else op.finish
+        # whole-batch folding: global (no key) windows without a running accumulator
+        self._fold_batches = key_fn is None and op.accumulate_all is not None and not self._running_mode
         self.late_events_dropped = 0
 
     def init(self, outbox, context) -> None:
@@ -104,6 +107,9 @@ class SlidingWindowP(Processor):
     # -- input ----------------------------------------------------------------------------------
 
     def process(self, ordinal: int, inbox) -> None:
+        batch = inbox.take()
+        if self._fold_batches and self._fold_whole(batch):
+            return
         frames = self.frames
         slide = self.slide
         low, mid = self._low, self._mid
@@ -111,7 +117,7 @@ class SlidingWindowP(Processor):
         create = self.op.create
         accumulate = self.op.accumulate
         late = 0
-        for ts, item in inbox.take():
+        for ts, item in batch:
             fs = ts - ts % slide
             if fs < low:
                 late += 1
@@ -126,6 +132,22 @@ class SlidingWindowP(Processor):
             frame[key] = accumulate(create() if acc is _MISSING else acc, item)
         if late:
             self.late_events_dropped += late
+
+    def _fold_whole(self, batch: list) -> bool:
+        """Fast path: a batch whose events all fall in one frame not yet emitted is folded in one
+        ``accumulate_all`` call (the common case for ordered streams); False to go item by item."""
+        slide = self.slide
+        lo = min(map(_first, batch))
+        hi = max(map(_first, batch))
+        fs = lo - lo % slide
+        if fs != hi - hi % slide or fs < self._low:
+            return False
+        frame = self.frames.get(fs)
+        if frame is None:
+            frame = self.frames[fs] = {}
+        acc = frame.get(None, _MISSING)
+        frame[None] = self.op.accumulate_all(self.op.create() if acc is _MISSING else acc, list(map(_second, batch)))
+        return True
 
     def _add_to_running(self, key: Hashable, item: Any, new_in_frame: bool) -> None:
         entry = self._running.get(key)

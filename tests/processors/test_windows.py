@@ -335,3 +335,25 @@ def test_session_matches_reference(steps, gap, op_name, keyed, drive_args):
     expected, late = reference_session(steps, key_fn, op, gap)
     assert_matches(out, steps, expected)
     assert p.late_events_dropped == late
+
+
+@_SETTINGS
+@given(
+    gaps=st.lists(st.integers(0, 30), max_size=200),
+    size=st.integers(1, 200),
+    lag=st.integers(0, 50),
+    drive_args=_DRIVE,
+)
+def test_whole_batch_folding_equals_item_by_item(gaps, size, lag, drive_args):
+    """counting's ``accumulate_all`` fast path (batches inside one frame) changes no result."""
+    steps, ts = [], 0
+    for i, gap in enumerate(gaps):
+        ts += gap
+        steps.append((ts - (i % 3) * lag // 2, (0, i)))  # mostly ordered, some stragglers
+        if i % 17 == 16:
+            steps.append(Watermark(ts - lag))
+    one_by_one = dataclasses.replace(counting, accumulate_all=None)
+    fast, slow = SlidingWindowP(None, counting, tumbling(size)), SlidingWindowP(None, one_by_one, tumbling(size))
+    assert fast._fold_batches and not slow._fold_batches
+    assert drive(fast, steps, *drive_args) == drive(slow, steps, *drive_args)
+    assert fast.late_events_dropped == slow.late_events_dropped
