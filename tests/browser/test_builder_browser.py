@@ -319,8 +319,14 @@ def test_delete_undo_redo_view_edge_panel_and_layout(lab, page):
     panel.locator('select[data-field="routing"]').select_option("partitioned")
     key = panel.locator('textarea[data-field="key"]')
     key.wait_for()
+    # partitioned without a key: a badge on the edge, until the key is there
+    label = f'{B} .jbb-edge-label[data-source="inc"][data-target="dbl"]'
+    page.wait_for_selector(f"{label} .jbb-badge-error")
+    assert "key" in page.locator(f"{label} .jbb-badge").get_attribute("title")
+    screenshot(builder, "builder-edge-problem.png")
     key.fill("x % 4")
     key.blur()
+    wait_badges(page, 0)
     qs = panel.locator('input[data-field="queue_size"]')
     qs.fill("64")
     qs.press("Enter")

@@ -109,6 +109,8 @@ export function toEdges(doc, probs, prev) {
   for (const v of doc.vertices || []) names[v.id] = v.name;
   return (doc.edges || []).filter((e) => e.source in names && e.target in names).map((e) => {
     const problems = (probs.edges || {})[e.id] || [];
+    const level = problems.some((p) => p.level === "error") ? "error" : "warning";
+    const color = !problems.length ? "#64748b" : level === "error" ? "#dc2626" : "#f59e0b";
     const old = before.get(e.id);
     return {
       id: e.id,
@@ -119,8 +121,8 @@ export function toEdges(doc, probs, prev) {
       targetHandle: `in-${e.target_ordinal ?? 0}`,
       data: { e, problems, sourceName: names[e.source], targetName: names[e.target] },
       selected: old ? !!old.selected : false,
-      markerEnd: { type: "arrowclosed", width: 16, height: 16, color: problems.length ? "#dc2626" : "#64748b" },
-      className: `jbb-edge jbb-routing-${e.routing || "unicast"}` + (problems.length ? " jbb-has-problem" : ""),
+      markerEnd: { type: "arrowclosed", width: 16, height: 16, color },
+      className: `jbb-edge jbb-routing-${e.routing || "unicast"}` + (problems.length ? ` jbb-has-problem jbb-level-${level}` : ""),
     };
   });
 }

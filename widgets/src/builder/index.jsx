@@ -75,7 +75,8 @@ const VertexNode = memo(function VertexNode({ id, data, selected }) {
   }, [id, ports.ins, ports.outs, updateNodeInternals]);
   const height = nodeHeight(ports);
   const hint = summaryOf(v, kind);
-  const cls = "jbb-node" + (selected ? " jbb-selected" : "") + (problems.length ? " jbb-has-problem" : "");
+  const level = problems.some((p) => p.level === "error") ? "error" : "warning";
+  const cls = "jbb-node" + (selected ? " jbb-selected" : "") + (problems.length ? ` jbb-has-problem jbb-level-${level}` : "");
   return (
     <div className={cls} data-id={id} data-name={v.name} data-kind={v.kind}
       style={{ width: NODE_W, height, "--jbb-cat": catColor(kind ? kind.category : "custom") }}>
@@ -209,7 +210,7 @@ function Builder({ model, t0, stats }) {
     if (!root) return;
     root.dataset.vertices = String(doc.vertices.length);
     root.dataset.edges = String(doc.edges.length);
-    if (initialized && !root.dataset.renderMs && nodes.length === doc.vertices.length) {
+    if ((initialized || !doc.vertices.length) && !root.dataset.renderMs && nodes.length === doc.vertices.length) {
       requestAnimationFrame(() => { root.dataset.renderMs = (performance.now() - t0).toFixed(1); });
     }
   }, [initialized, nodes, doc, t0]);
