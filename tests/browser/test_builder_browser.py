@@ -265,6 +265,14 @@ def test_drag_connect_validate_edit_and_run(lab, page):
     page.locator(f"{B} button.jbb-undo").click()
     page.wait_for_selector(node("out"))
 
+    # JupyterLab's dark theme: the builder follows it (and back to light for the next tests)
+    for theme, dark in (("JupyterLab Dark", True), ("JupyterLab Light", False)):
+        page.evaluate("(t) => window.jupyterapp.commands.execute('apputils:change-theme', {theme: t})", theme)
+        page.wait_for_selector(f"{B}{'.jbb-dark' if dark else ':not(.jbb-dark)'} .react-flow.{'dark' if dark else 'light'}")
+        if dark:
+            page.wait_for_timeout(300)  # the theme's stylesheet
+            screenshot(builder, "builder-dark.png")
+
 
 def test_delete_undo_redo_view_edge_panel_and_layout(lab, page):
     write_notebook(lab.root / "chain.ipynb", [CHAIN])

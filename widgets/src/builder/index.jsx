@@ -162,6 +162,18 @@ function Palette({ kinds, onDown }) {
   );
 }
 
+// JupyterLab's theme: <body data-jp-theme-light="false"> in a dark one (React Flow has a dark mode).
+function useJupyterDark() {
+  const read = () => document.body?.dataset?.jpThemeLight === "false";
+  const [dark, setDark] = useState(read);
+  useEffect(() => {
+    const observer = new MutationObserver(() => setDark(read()));
+    observer.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
+    return () => observer.disconnect();
+  }, []);
+  return dark;
+}
+
 function Builder({ model, t0, stats }) {
   const rawDoc = useTrait(model, "doc");
   const rawProblems = useTrait(model, "problems");
@@ -175,6 +187,7 @@ function Builder({ model, t0, stats }) {
   const probs = rawProblems && rawProblems.vertices ? rawProblems : EMPTY_PROBLEMS;
   const kinds = useMemo(() => kindsById(paletteKinds), [paletteKinds]);
   const rf = useReactFlow();
+  const dark = useJupyterDark();
   const rootRef = useRef(null);
   const flowRef = useRef(null);
   const docRef = useRef(doc);
@@ -389,7 +402,7 @@ function Builder({ model, t0, stats }) {
 
   return (
     <Ctx.Provider value={ctx}>
-      <div className="jetbench-builder" ref={rootRef} tabIndex={0} onKeyDown={onKeyDown} onPointerDownCapture={onPointerDownCapture}>
+      <div className={"jetbench-builder" + (dark ? " jbb-dark" : "")} ref={rootRef} tabIndex={0} onKeyDown={onKeyDown} onPointerDownCapture={onPointerDownCapture}>
         <div className="jbb-toolbar">
           <button className="jbb-undo" title="Undo (Ctrl+Z)" disabled={!canUndo} onClick={() => send({ cmd: "undo" })}>↶ Undo</button>
           <button className="jbb-redo" title="Redo (Ctrl+Shift+Z)" disabled={!canRedo} onClick={() => send({ cmd: "redo" })}>↷ Redo</button>
@@ -405,6 +418,7 @@ function Builder({ model, t0, stats }) {
           <div className="jbb-canvas" ref={flowRef}>
             <ReactFlow
               id={flowId}
+              colorMode={dark ? "dark" : "light"}
               nodes={nodes}
               edges={edges}
               nodeTypes={nodeTypes}
