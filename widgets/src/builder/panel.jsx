@@ -53,8 +53,12 @@ function SelectField({ name, value, options, onCommit }) {
   );
 }
 
-function parseParam(param, raw) {
+function parseParam(param, raw, old) {
   if (param.type === "bool") return raw;
+  if (old !== null && typeof old === "object") {
+    // a list or dict of a kind this panel does not know: edited as JSON
+    try { return JSON.parse(raw); } catch { return raw; }
+  }
   const text = String(raw).trim();
   if (param.type === "int") {
     if (text === "") return param.optional ? null : text;
@@ -75,7 +79,7 @@ function intOrText(raw) {
 function ParamField({ v, param, send }) {
   const name = `param:${param.name}`;
   const value = (v.params || {})[param.name];
-  const commit = (raw) => send({ cmd: "update_vertex", id: v.id, changes: { params: { [param.name]: parseParam(param, raw) } } });
+  const commit = (raw) => send({ cmd: "update_vertex", id: v.id, changes: { params: { [param.name]: parseParam(param, raw, value) } } });
   const args = param.type === "code" && param.args?.length ? ` (${param.args.join(", ")})` : "";
   let input;
   if (param.type === "choice") {
@@ -86,6 +90,8 @@ function ParamField({ v, param, send }) {
     const lines = String(value ?? "").split("\n").length;
     input = <TextField name={name} value={value} kind="textarea" rows={Math.min(8, Math.max(1, lines))}
       className={param.type === "code" ? "jbb-code" : undefined} onCommit={commit} />;
+  } else if (value !== null && typeof value === "object") {
+    input = <TextField name={name} value={JSON.stringify(value)} kind="text" onCommit={commit} />;
   } else {
     const kind = param.type === "int" || param.type === "float" ? "number" : "text";
     input = <TextField name={name} value={value} kind={kind} placeholder={param.optional ? "none" : undefined} onCommit={commit} />;
