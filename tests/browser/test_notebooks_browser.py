@@ -33,6 +33,7 @@ def code_cells(name: str) -> int:
 
 @pytest.mark.timeout(300)
 def test_lab_opens_01_and_it_runs_top_to_bottom(page, lab):
+    page.set_viewport_size({"width": 2100, "height": 1200})  # room for the builder's six vertices at a legible zoom
     page.goto(f"{lab.url}/?token={lab.token}")  # the URL `jetbench lab` prints
     page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
     current = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
