@@ -446,3 +446,39 @@ def test_fifty_vertices_render_and_edit(lab, page):
           f"the first time (ELK loads), {relayout_wall * 1000:.0f} ms the next (ELK itself {elk_ms:.0f} ms)")
     assert render_wall < 30 and edit_wall < 10 and layout_wall < 20 and relayout_wall < 20  # sanity only
     screenshot(big, "builder-50-vertices.png")
+
+
+OPAQUE = """\
+from jetbench import DAG, Edge
+from jetbench.notebook import DagBuilder
+from jetbench.processors import collect_sink, items_source
+from jetbench.processors.aggregate import AggregateOperation, accumulate_by_key
+
+made_by_hand = AggregateOperation(create=list, accumulate=lambda acc, x: acc + [x])
+dag = DAG()
+src = dag.new_vertex("src", items_source(range(5)), 1)
+acc = dag.new_vertex("by-hand", accumulate_by_key(lambda x: x % 2, made_by_hand), 1)
+out = dag.new_vertex("out", collect_sink(), 1)
+dag.edge(Edge.between(src, acc).partitioned(lambda x: x % 2)).edge(Edge.between(acc, out))
+opaque = DagBuilder(dag)
+opaque.add_vertex("transform", name="steps", params={"steps": "map: x + 1\\nfilter: x > 2"})
+opaque
+"""
+
+
+def test_info_badge_and_multiline_steps(lab, page):
+    """A vertex that opens opaque shows an info badge (not a warning), and a fused transform's
+    steps are edited in a multi-line field."""
+    write_notebook(lab.root / "opaque.ipynb", [OPAQUE])
+    open_notebook(page, lab, "opaque.ipynb")
+    run_all(page, 1)
+    page.locator(node("by-hand")).wait_for()
+    info = page.locator(f"{node('by-hand')} .jbb-badge-info")
+    assert info.count() == 1
+    assert "hand-made" in info.get_attribute("title")  # the reason it cannot be shown as code
+    assert page.locator(f"{node('by-hand')} .jbb-badge-warning").count() == 0
+    click_node(page, "steps")
+    steps = page.locator(f'{B} textarea[data-field="param:steps"]')
+    steps.wait_for()
+    assert steps.input_value() == "map: x + 1\nfilter: x > 2"
+    screenshot(page.locator(B).first, "builder-info-badge.png")

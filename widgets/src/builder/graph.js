@@ -6,10 +6,17 @@ export const PORT_Y0 = 45; // first port's centre below the node's top
 export const PORT_GAP = 18; // between ports
 export const ROUTINGS = ["unicast", "partitioned", "broadcast", "isolated", "all-to-one"];
 export const CAT_COLORS = {
-  source: "#2563eb", transform: "#059669", aggregate: "#d97706", window: "#7c3aed", sink: "#dc2626", custom: "#6b7280",
+  source: "#2563eb", transform: "#059669", aggregate: "#d97706", window: "#7c3aed", join: "#0891b2", sink: "#dc2626",
+  custom: "#6b7280",
 };
 export const EMPTY_DOC = { vertices: [], edges: [] };
 export const EMPTY_PROBLEMS = { vertices: {}, edges: {}, dag: [] };
+
+// The most severe level in a problem list: "error", then "warning", then "info".
+export function levelOf(problems) {
+  if (problems.some((p) => p.level === "error")) return "error";
+  return problems.some((p) => p.level === "warning") ? "warning" : "info";
+}
 
 export function catColor(category) {
   return CAT_COLORS[category] || CAT_COLORS.custom;
@@ -109,7 +116,7 @@ export function toEdges(doc, probs, prev) {
   for (const v of doc.vertices || []) names[v.id] = v.name;
   return (doc.edges || []).filter((e) => e.source in names && e.target in names).map((e) => {
     const problems = (probs.edges || {})[e.id] || [];
-    const level = problems.some((p) => p.level === "error") ? "error" : "warning";
+    const level = levelOf(problems);
     const color = !problems.length ? "#64748b" : level === "error" ? "#dc2626" : "#f59e0b";
     const old = before.get(e.id);
     return {

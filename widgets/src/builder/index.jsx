@@ -23,7 +23,7 @@ import {
   applyEdgeChanges, applyNodeChanges, getBezierPath, useNodesInitialized, useReactFlow, useUpdateNodeInternals,
 } from "@xyflow/react";
 import {
-  EMPTY_DOC, EMPTY_PROBLEMS, NODE_W, PORT_GAP, PORT_Y0, catColor, countProblems, kindsById, nodeHeight, ordinalOf,
+  EMPTY_DOC, EMPTY_PROBLEMS, NODE_W, PORT_GAP, PORT_Y0, catColor, countProblems, kindsById, levelOf, nodeHeight, ordinalOf,
   toEdges, toNodes, wouldCycle,
 } from "./graph.js";
 import { elkLayout } from "./layout.js";
@@ -43,7 +43,7 @@ const Ctx = createContext(null);
 
 function Badge({ list }) {
   if (!list || !list.length) return null;
-  const level = list.some((p) => p.level === "error") ? "error" : "warning";
+  const level = levelOf(list);
   return (
     <span className={`jbb-badge jbb-badge-${level}`} data-count={list.length} title={list.map((p) => p.message).join("\n")}>
       {list.length > 1 ? list.length : "!"}
@@ -75,7 +75,7 @@ const VertexNode = memo(function VertexNode({ id, data, selected }) {
   }, [id, ports.ins, ports.outs, updateNodeInternals]);
   const height = nodeHeight(ports);
   const hint = summaryOf(v, kind);
-  const level = problems.some((p) => p.level === "error") ? "error" : "warning";
+  const level = levelOf(problems);
   const cls = "jbb-node" + (selected ? " jbb-selected" : "") + (problems.length ? ` jbb-has-problem jbb-level-${level}` : "");
   return (
     <div className={cls} data-id={id} data-name={v.name} data-kind={v.kind}

@@ -86,10 +86,10 @@ function ParamField({ v, param, send }) {
     input = <SelectField name={name} value={value} options={param.choices || []} onCommit={commit} />;
   } else if (param.type === "bool") {
     input = <input key={keyOf(name, value)} type="checkbox" data-field={name} defaultChecked={!!value} onChange={(ev) => commit(ev.target.checked)} />;
-  } else if (param.type === "code" || param.type === "expr") {
+  } else if (param.type === "code" || param.type === "expr" || param.type === "steps") {
     const lines = String(value ?? "").split("\n").length;
     input = <TextField name={name} value={value} kind="textarea" rows={Math.min(8, Math.max(1, lines))}
-      className={param.type === "code" ? "jbb-code" : undefined} onCommit={commit} />;
+      className={param.type === "expr" ? undefined : "jbb-code"} onCommit={commit} />;
   } else if (value !== null && typeof value === "object") {
     input = <TextField name={name} value={JSON.stringify(value)} kind="text" onCommit={commit} />;
   } else {
