@@ -34,6 +34,12 @@ class Emitter:
             return outbox.room(0)
         return min((outbox.room(o) for o in self._ordinals), default=_UNBOUNDED)
 
+    def free_room(self) -> int:
+        """Flush the pending remainder, then how many new items fit now (0 while any is left)."""
+        if self.pending and not self.flush():
+            return 0
+        return self.room()
+
     def flush(self) -> bool:
         """Retry the pending remainder; True when nothing is pending."""
         if self.pending:
@@ -55,9 +61,7 @@ class Emitter:
     def emit_from(self, iterator: Iterator[Any]) -> bool:
         """Emit as many items of ``iterator`` as fit now; True once it is exhausted and all of
         its items have gone out (call again until then)."""
-        if not self.flush():
-            return False
-        room = self.room()
+        room = self.free_room()
         if room <= 0:
             return False
         chunk = list(islice(iterator, room))

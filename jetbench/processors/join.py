@@ -57,9 +57,7 @@ class HashJoinP(EmittingProcessor):
 
     def _probe(self, inbox) -> None:
         emitter = self._emitter
-        if not emitter.flush():
-            return
-        room = emitter.room()
+        room = emitter.free_room()
         if room <= 0:
             return
         batch = inbox.take(max(1, int(room / self._ratio)))

@@ -49,9 +49,7 @@ class MapUsingServiceP(EmittingProcessor):
 
     def process(self, ordinal: int, inbox) -> None:
         emitter = self._emitter
-        if not emitter.flush():
-            return
-        room = emitter.room()
+        room = emitter.free_room()
         if room <= 0:
             return
         fn, service = self.fn, self.service

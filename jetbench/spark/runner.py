@@ -183,9 +183,7 @@ class ListFeederP(EmittingProcessor):
 
     def complete(self) -> bool:
         emitter = self._emitter
-        if not emitter.flush():
-            return False
-        room = emitter.room()
+        room = emitter.free_room()
         if room <= 0:
             return False
         chunk = self.items[self.pos:self.pos + room]
