@@ -1,5 +1,5 @@
-"""The teaching notebooks in a real JupyterLab, started the way users start it (``jetbench lab``):
-01 opens first and runs top to bottom with its DAG drawings and the visual builder; 02's
+"""The teaching notebooks in a real JupyterLab, started the way users start it (``jetbench lab``,
+checked to listen on 127.0.0.1 only): 01 opens first and runs top to bottom with its DAG drawings and the visual builder; 02's
 dashboard is live while its job runs. Screenshots go to tests/browser/artifacts/ (the README's
 tour uses them)."""
 
@@ -23,6 +23,26 @@ def lab(tmp_path_factory):
                        notebooks=tuple(NOTEBOOKS / name for name in SHOWN))
     yield server
     server.stop()
+
+
+def test_jetbench_lab_listens_on_loopback_only_and_opens_01(lab):
+    import urllib.error
+    import urllib.request
+
+    import psutil
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    with pytest.raises(urllib.error.HTTPError) as redirect:
+        urllib.request.build_opener(NoRedirect).open(f"{lab.url}/?token={lab.token}", timeout=10)
+    assert redirect.value.code == 302
+    assert redirect.value.headers["Location"].split("?")[0].endswith("/lab/tree/01-getting-started.ipynb")
+    server = psutil.Process(lab.process.pid)
+    listening = [c.laddr for p in (server, *server.children(recursive=True))
+                 for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+    assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
 
 
 def code_cells(name: str) -> int:
