@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,14 +54,7 @@ def plot_cpu_vs_rate(frame: pd.DataFrame) -> Figure:
                 label=f"Jet 3.0 blog, floor {floor} us")
     for _, row in frame[frame["strategy"] == "bare-sleep"].iterrows():
         ax.axhline(row["cpu_percent"], linestyle="--", linewidth=0.8, color="tab:gray")
-    ax.set_xscale("log")
-    ax.set_xlabel("items per second")
-    ax.set_ylabel("process CPU % (of one core)")
-    ax.set_title("Idle CPU: seed 004's job")
-    ax.legend(fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return _log_x_figure(fig, ax, "items per second", "process CPU % (of one core)", "Idle CPU: seed 004's job")
 
 
 def plot_latency_vs_floor(frame: pd.DataFrame) -> Figure:
@@ -75,10 +68,15 @@ def plot_latency_vs_floor(frame: pd.DataFrame) -> Figure:
         group = group.sort_values("min_idle_us")
         ax.plot(group["min_idle_us"], group["latency_p99_ms"], marker="o", label=f"{rate:,}/s p99")
         ax.plot(group["min_idle_us"], group["latency_p50_ms"], marker=".", linestyle="--", label=f"{rate:,}/s p50")
+    return _log_x_figure(fig, ax, "minimum idle (us)", "latency (ms)", "Latency against the idle floor")
+
+
+def _log_x_figure(fig: Figure, ax: Any, xlabel: str, ylabel: str, title: str) -> Figure:
+    """Finish a one-panel figure with a log x axis: labels, title, legend and grid."""
     ax.set_xscale("log")
-    ax.set_xlabel("minimum idle (us)")
-    ax.set_ylabel("latency (ms)")
-    ax.set_title("Latency against the idle floor")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
