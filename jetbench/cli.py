@@ -86,14 +86,15 @@ def _bench(args: argparse.Namespace) -> int:
 def _idle_experiment(args: argparse.Namespace) -> int:
     import json
 
-    from .experiments import QUICK, blog_table, idle_sweep, sleep_granularity
+    from .experiments import QUICK, blog_table, idle_sweep, sleep_granularity, summarize, targets
 
     rates = args.rates or (QUICK["rates"] if args.quick else (1_000, 10_000, 50_000, 250_000, 500_000, 1_000_000))
     floors = args.floors or QUICK["min_idle_us"]
     seconds = args.seconds if args.seconds is not None else (QUICK["seconds"] if args.quick else 10.0)
     warmup = args.warmup if args.warmup is not None else (QUICK["warmup"] if args.quick else 2.0)
     frame = idle_sweep(rates=rates, min_idle_us=floors, seconds=seconds, warmup=warmup, source=args.source,
-                       strategies=args.strategies, csv_path=args.csv, progress=not args.no_progress)
+                       strategies=args.strategies, csv_path=args.csv, progress=not args.no_progress,
+                       repeats=args.repeats)
     if args.plots:
         from pathlib import Path
 
@@ -113,10 +114,12 @@ def _idle_experiment(args: argparse.Namespace) -> int:
               f"{cost.cpu_percent:5.1f} %")
     print("\nCPU % at each rate: Jet 3.0 (seed 004's blog) beside jetbench")
     print(blog_table(frame).to_string())
-    cols = ["rate", "min_idle_us", "strategy", "cpu_percent", "achieved_rate", "latency_p50_ms", "latency_p99_ms",
-            "wakeups_per_s"]
-    print("\nall points:")
-    print(frame[cols].round(3).to_string(index=False))
+    print("\nthe targets (medians over repeats):")
+    print(targets(frame).round(3).to_string(index=False))
+    cols = ["rate", "min_idle_us", "strategy", "cpu_percent", "cpu_min", "cpu_max", "achieved_rate",
+            "latency_p50_ms", "latency_p99_ms", "wakeups_per_s", "runs"]
+    print("\nall points" + (" (medians over repeats):" if args.repeats > 1 else ":"))
+    print(summarize(frame)[cols].round(3).to_string(index=False))
     print(f"\nCSV: {frame.attrs['csv_path']}")
     return 0
 
@@ -164,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     idle.add_argument("--strategies", nargs="+", default=["backoff", "timer"], choices=["backoff", "timer"])
     idle.add_argument("--seconds", type=float, help="measured seconds per point (default 10, quick 1)")
     idle.add_argument("--warmup", type=float, help="seconds before measuring (default 2, quick 0.5)")
+    idle.add_argument("--repeats", type=int, default=1,
+                      help="run every point this many times (full passes); reports take medians")
     idle.add_argument("--csv", help="where to write the CSV (default ~/.cache/jetbench/experiments/)")
     idle.add_argument("--plots", help="a directory to save the figures in as PNG")
     idle.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -7,7 +7,15 @@
 
 from .job import LatencyProbeP, idle_job
 from .point import bare_sleep, run_point
-from .report import JET_BLOG_CPU, blog_table, plot_cpu_vs_rate, plot_latency_vs_floor, plot_tradeoff
+from .report import (
+    JET_BLOG_CPU,
+    blog_table,
+    plot_cpu_vs_rate,
+    plot_latency_vs_floor,
+    plot_tradeoff,
+    summarize,
+    targets,
+)
 from .sleeping import SleepCost, measure_sleep, sleep_granularity
 from .sweep import QUICK, idle_sweep, sweep_points
 
@@ -26,5 +34,7 @@ __all__ = [
     "plot_tradeoff",
     "run_point",
     "sleep_granularity",
+    "summarize",
     "sweep_points",
+    "targets",
 ]

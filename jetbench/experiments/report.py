@@ -16,10 +16,75 @@ JET_BLOG_CPU = {
 }
 
 
-def blog_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per rate: Jet's CPU % from the blog beside jetbench's for each floor/strategy."""
+_POINT = ["rate", "min_idle_us", "strategy"]
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per point (rate, floor, strategy): the median of its repeats' measurements, with
+    ``runs`` and the spread of CPU over them (``cpu_min``, ``cpu_max``); ``kept_up`` only if every
+    run kept up. A sweep without repeats comes back with ``runs`` = 1.
+    """
+    numeric = [c for c in frame.columns if c not in _POINT and c not in ("kept_up", "repeat")
+               and frame[c].dtype.kind in "if"]
+    groups = frame.groupby(_POINT, sort=False)
+    summary = groups[numeric].median()
+    summary["cpu_min"] = groups["cpu_percent"].min()
+    summary["cpu_max"] = groups["cpu_percent"].max()
+    summary["kept_up"] = groups["kept_up"].all()
+    summary["runs"] = groups.size()
+    for column in ("source",):
+        if column in frame.columns:
+            summary[column] = groups[column].first()
+    return summary.reset_index()
+
+
+def targets(frame: pd.DataFrame) -> pd.DataFrame:
+    """The idle issue's targets checked on a sweep (medians over repeats): one row per target
+    and rate, with what was measured, the limit, and whether it is met.
+
+    - the timer strategy, at each floor: CPU <= the backoff 1000 us floor's, and p99 latency <=
+      the backoff 25 us floor's, at every rate;
+    - the 1000 us floor against Jet's blog: at 1k items/s CPU <= 1 % or, where a wake-up costs
+      more than in Java, <= 1.5 x the bare-sleep row at 1000 us; at 250k items/s <= 19 %
+      (the lower CPU of the two strategies at that floor counts).
+    """
     import pandas as pd
 
+    points = summarize(frame)
+    jobs = points[points["strategy"] != "bare-sleep"].set_index(_POINT)
+    bare = points[points["strategy"] == "bare-sleep"].set_index("min_idle_us")["cpu_percent"]
+    rows = []
+
+    def check(target: str, rate: float, measured: float | None, limit: float | None) -> None:
+        met = None if measured is None or limit is None or pd.isna(measured) or pd.isna(limit) else measured <= limit
+        rows.append({"target": target, "rate": rate, "measured": measured, "limit": limit, "met": met})
+
+    def value(rate: float, floor: float, strategy: str, column: str) -> float | None:
+        key = (rate, floor, strategy)
+        return jobs.loc[key, column] if key in jobs.index else None
+
+    rates = sorted({r for r, _, _ in jobs.index})
+    timer_floors = sorted({f for _, f, s in jobs.index if s == "timer"})
+    for floor in timer_floors:
+        for rate in rates:
+            check(f"timer {floor:g}us CPU % <= backoff 1000us", rate, value(rate, floor, "timer", "cpu_percent"),
+                  value(rate, 1000, "backoff", "cpu_percent"))
+            check(f"timer {floor:g}us p99 ms <= backoff 25us", rate, value(rate, floor, "timer", "latency_p99_ms"),
+                  value(rate, 25, "backoff", "latency_p99_ms"))
+    at_1000 = [(r, s) for r, f, s in jobs.index if f == 1000]
+    for rate, limit in ((1_000, max(1.0, 1.5 * bare.get(1000, float("nan")))), (250_000, 19.0)):
+        cpus = [value(rate, 1000, s, "cpu_percent") for r, s in at_1000 if r == rate]
+        if cpus:
+            check("1000us floor CPU % vs Jet's blog", rate, min(cpus), limit)
+    return pd.DataFrame(rows, columns=["target", "rate", "measured", "limit", "met"])
+
+
+def blog_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per rate: Jet's CPU % from the blog beside jetbench's for each floor/strategy
+    (medians over repeats)."""
+    import pandas as pd
+
+    frame = summarize(frame)
     jobs = frame[frame["strategy"] != "bare-sleep"]
     table = pd.DataFrame(index=sorted(jobs["rate"].unique()))
     table.index.name = "rate"
@@ -41,13 +106,17 @@ def _series(frame: pd.DataFrame):
 
 
 def plot_cpu_vs_rate(frame: pd.DataFrame) -> Figure:
-    """CPU % against rate (log x), one line per floor/strategy, bare-sleep floors dashed."""
+    """CPU % against rate (log x), one line per floor/strategy (with the min-max spread over
+    repeats as error bars), bare-sleep floors dashed."""
     from ..figures import new_figure
 
+    frame = summarize(frame)
     fig = new_figure(figsize=(7, 4.2))
     ax = fig.subplots()
     for label, group in _series(frame):
-        ax.plot(group["rate"], group["cpu_percent"], marker="o", label=label)
+        cpu = group["cpu_percent"]
+        spread = [cpu - group["cpu_min"], group["cpu_max"] - cpu]
+        ax.errorbar(group["rate"], cpu, yerr=spread, marker="o", capsize=3, label=label)
     for floor, cpu in JET_BLOG_CPU.items():
         rates = sorted(cpu)
         ax.plot(rates, [cpu[r] for r in rates], linestyle=":", marker="x", color="grey" if floor == 25 else "black",
@@ -61,6 +130,7 @@ def plot_latency_vs_floor(frame: pd.DataFrame) -> Figure:
     """p50/p99 latency against the idle floor, one line per rate (backoff strategy)."""
     from ..figures import new_figure
 
+    frame = summarize(frame)
     fig = new_figure(figsize=(7, 4.2))
     ax = fig.subplots()
     jobs = frame[frame["strategy"] == "backoff"]
@@ -87,6 +157,7 @@ def plot_tradeoff(frame: pd.DataFrame) -> Figure:
     """CPU against p99 latency, one panel per rate, a point per floor/strategy."""
     from ..figures import new_figure
 
+    frame = summarize(frame)
     jobs = frame[frame["strategy"] != "bare-sleep"]
     rates = sorted(jobs["rate"].unique())
     fig = new_figure(figsize=(3.2 * max(1, len(rates)), 3.4))

@@ -64,10 +64,15 @@ def idle_sweep(
     max_idle_us: float | None = None,
     csv_path: str | Path | None = None,
     progress: bool = True,
+    repeats: int = 1,
 ) -> pd.DataFrame:
     """Run seed 004's job at every rate x idle floor x strategy, each in a fresh subprocess,
     plus a bare-sleep row per floor; return a DataFrame (also written to ``csv_path``, by
     default ``~/.cache/jetbench/experiments/idle_sweep.csv``).
+
+    ``repeats`` > 1 runs the whole set of points that many times, one full pass after another
+    (so a noisy spell on the machine spreads over every configuration instead of spoiling one);
+    rows carry a ``repeat`` number and `summarize` takes their medians.
 
     Columns include ``rate``, ``min_idle_us``, ``strategy``, ``cpu_percent`` (process, % of one
     core), ``worker_cpu_percent``, ``achieved_rate``, ``kept_up``, ``latency_p50_ms``,
@@ -76,6 +81,8 @@ def idle_sweep(
     """
     import pandas as pd
 
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise JetbenchError(f"idle_sweep: repeats must be an int >= 1, got {repeats!r}")
     points = sweep_points(rates, min_idle_us, strategies, seconds, warmup, source, max_idle_us=max_idle_us)
     if source == "spark":
         from .spark_source import prepare_spark_dataset
@@ -86,12 +93,12 @@ def idle_sweep(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(points), desc="idle sweep", unit="point", file=sys.stderr)
+        bar = tqdm(total=len(points) * repeats, desc="idle sweep", unit="point", file=sys.stderr)
     try:
-        for params in points:
+        for repeat, params in itertools.product(range(repeats), points):
             if bar is not None:
                 bar.set_postfix_str(f"{params['strategy']} {params['min_idle_us']}us {params['rate']:,}/s")
-            rows.append(run_in_subprocess(params))
+            rows.append({**run_in_subprocess(params), "repeat": repeat})
             if bar is not None:
                 bar.update()
     finally:

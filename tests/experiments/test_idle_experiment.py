@@ -16,6 +16,8 @@ from jetbench.experiments import (
     plot_latency_vs_floor,
     plot_tradeoff,
     sleep_granularity,
+    summarize,
+    targets,
 )
 
 ROW_KEYS = {"rate", "min_idle_us", "strategy", "cpu_percent", "achieved_rate", "latency_p50_ms", "latency_p99_ms"}
@@ -77,3 +79,49 @@ def test_cli_quick_json_schema(tmp_path):
         (rate, floor, strategy) for rate in (1000, 250_000) for floor in (25, 1000) for strategy in ("backoff", "timer")
     }
     assert {r["min_idle_us"] for r in rows if r["strategy"] == "bare-sleep"} == {25, 1000}
+
+
+def _row(rate, floor, strategy, cpu, p99=None, repeat=0, kept_up=True):
+    return {"rate": rate, "min_idle_us": floor, "strategy": strategy, "source": "generator", "cpu_percent": cpu,
+            "achieved_rate": float(rate), "kept_up": kept_up, "latency_p50_ms": p99, "latency_p99_ms": p99,
+            "wakeups_per_s": 1000.0, "repeat": repeat}
+
+
+def test_summarize_takes_medians_over_repeats():
+    import pandas as pd
+
+    frame = pd.DataFrame([_row(1000, 25, "backoff", cpu, 0.5, repeat=k, kept_up=k != 1)
+                          for k, cpu in enumerate((30.0, 10.0, 20.0))] + [_row(0, 1000, "bare-sleep", 3.0)])
+    summary = summarize(frame).set_index("strategy")
+    assert summary.loc["backoff", "cpu_percent"] == 20.0
+    assert (summary.loc["backoff", "cpu_min"], summary.loc["backoff", "cpu_max"]) == (10.0, 30.0)
+    assert summary.loc["backoff", "runs"] == 3 and not summary.loc["backoff", "kept_up"]
+    assert summary.loc["bare-sleep", "runs"] == 1 and summary.loc["bare-sleep", "source"] == "generator"
+    assert "repeat" not in summary.columns
+    assert blog_table(frame).loc[1000, "jetbench backoff 25us"] == 20.0
+
+
+def test_targets_check_the_issue_limits():
+    import pandas as pd
+
+    frame = pd.DataFrame([
+        _row(1000, 25, "backoff", 30.0, p99=0.6), _row(1000, 1000, "backoff", 11.0, p99=1.2),
+        _row(1000, 1000, "timer", 10.0, p99=0.3),
+        _row(250_000, 25, "backoff", 100.0, p99=0.2), _row(250_000, 1000, "backoff", 100.0, p99=0.2),
+        _row(250_000, 1000, "timer", 25.0, p99=1.3),
+        _row(0, 1000, "bare-sleep", 3.0),
+    ])
+    table = targets(frame).set_index(["target", "rate"])
+    assert table.loc[("timer 1000us CPU % <= backoff 1000us", 1000), "met"]
+    assert table.loc[("timer 1000us p99 ms <= backoff 25us", 1000), "met"]
+    assert not table.loc[("timer 1000us p99 ms <= backoff 25us", 250_000), "met"]
+    blog_1k = table.loc[("1000us floor CPU % vs Jet's blog", 1000)]
+    assert blog_1k["limit"] == 4.5 and blog_1k["measured"] == 10.0 and not blog_1k["met"]
+    assert table.loc[("1000us floor CPU % vs Jet's blog", 250_000), "limit"] == 19.0
+
+
+def test_repeats_must_be_a_positive_int():
+    from jetbench.core import JetbenchError
+
+    with pytest.raises(JetbenchError, match="repeats"):
+        idle_sweep(rates=[1000], repeats=0, progress=False)
