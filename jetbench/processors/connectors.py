@@ -152,10 +152,15 @@ class GeneratorP(EmittingProcessor):
             return False
         seqs = range(seq, seq + n * step, step)
         self._next = seq + n * step
-        items = list(seqs) if self.item_fn is None else [self.item_fn(s) for s in seqs]
+        fn = self.item_fn
         if self.timestamped:
             t0, ms_per_item = self._start_epoch_ms, 1000.0 / self.rate_per_s
-            items = [(t0 + s * ms_per_item, item) for s, item in zip(seqs, items, strict=True)]
+            if fn is None:
+                items = [(t0 + s * ms_per_item, s) for s in seqs]
+            else:
+                items = [(t0 + s * ms_per_item, fn(s)) for s in seqs]
+        else:
+            items = list(seqs) if fn is None else [fn(s) for s in seqs]
         emitter.emit(items)
         return self._next >= end and not emitter.pending
 
