@@ -81,10 +81,10 @@ def test_cli_quick_json_schema(tmp_path):
     assert {r["min_idle_us"] for r in rows if r["strategy"] == "bare-sleep"} == {25, 1000}
 
 
-def _row(rate, floor, strategy, cpu, p99=None, repeat=0, kept_up=True):
+def _row(rate, floor, strategy, cpu, p99=None, repeat=0, kept_up=True, rounds=1000.0):
     return {"rate": rate, "min_idle_us": floor, "strategy": strategy, "source": "generator", "cpu_percent": cpu,
-            "achieved_rate": float(rate), "kept_up": kept_up, "latency_p50_ms": p99, "latency_p99_ms": p99,
-            "wakeups_per_s": 1000.0, "repeat": repeat}
+            "worker_cpu_percent": cpu, "achieved_rate": float(rate), "kept_up": kept_up, "latency_p50_ms": p99,
+            "latency_p99_ms": p99, "wakeups_per_s": 1000.0, "iterations_per_s": rounds, "repeat": repeat}
 
 
 def test_summarize_takes_medians_over_repeats():
@@ -107,7 +107,7 @@ def test_targets_check_the_issue_limits():
     frame = pd.DataFrame([
         _row(1000, 25, "backoff", 30.0, p99=0.6), _row(1000, 1000, "backoff", 11.0, p99=1.2),
         _row(1000, 1000, "timer", 10.0, p99=0.3),
-        _row(250_000, 25, "backoff", 100.0, p99=0.2), _row(250_000, 1000, "backoff", 100.0, p99=0.2),
+        _row(250_000, 25, "backoff", 100.0, p99=0.2, rounds=40_000), _row(250_000, 1000, "backoff", 100.0, p99=0.2),
         _row(250_000, 1000, "timer", 25.0, p99=1.3),
         _row(0, 1000, "bare-sleep", 3.0),
     ])
@@ -118,6 +118,9 @@ def test_targets_check_the_issue_limits():
     blog_1k = table.loc[("1000us floor CPU % vs Jet's blog", 1000)]
     assert blog_1k["limit"] == 4.5 and blog_1k["measured"] == 10.0 and not blog_1k["met"]
     assert table.loc[("1000us floor CPU % vs Jet's blog", 250_000), "limit"] == 19.0
+    # bound = (wake-up 30 us + hot round 25 us) / CPU share - gap between items
+    assert table.loc[("timer 1000us p99 ms <= backoff 25us", 250_000), "bound"] == pytest.approx(0.055 - 0.004)
+    assert table.loc[("timer 1000us p99 ms <= backoff 25us", 1000), "bound"] == 0.0  # 0.5 ms < 1 ms between items
 
 
 def test_repeats_must_be_a_positive_int():
