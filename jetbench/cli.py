@@ -86,7 +86,15 @@ def _bench(args: argparse.Namespace) -> int:
 def _idle_experiment(args: argparse.Namespace) -> int:
     import json
 
-    from .experiments import QUICK, blog_table, idle_sweep, sleep_granularity, summarize, targets
+    from .experiments import (
+        QUICK,
+        blog_table,
+        idle_costs,
+        idle_sweep,
+        sleep_granularity,
+        summarize,
+        targets,
+    )
 
     rates = args.rates or (QUICK["rates"] if args.quick else (1_000, 10_000, 50_000, 250_000, 500_000, 1_000_000))
     floors = args.floors or QUICK["min_idle_us"]
@@ -114,8 +122,12 @@ def _idle_experiment(args: argparse.Namespace) -> int:
               f"{cost.cpu_percent:5.1f} %")
     print("\nCPU % at each rate: Jet 3.0 (seed 004's blog) beside jetbench")
     print(blog_table(frame).to_string())
-    print("\nthe targets (medians over repeats):")
+    print("\nthe targets (medians over repeats; bound: the best any strategy that sleeps can do here):")
     print(targets(frame).round(3).to_string(index=False))
+    costs = idle_costs(summarize(frame))
+    if costs is not None:
+        print(f"bounds from: a wake-up {costs.wake_s * 1e6:.1f} us CPU, shortest sleep {costs.shortest_sleep_s * 1e6:.0f} us, "
+              f"a hot round {costs.round_s * 1e6:.1f} us + {costs.item_s * 1e6:.2f} us per item")
     cols = ["rate", "min_idle_us", "strategy", "cpu_percent", "cpu_min", "cpu_max", "achieved_rate",
             "latency_p50_ms", "latency_p99_ms", "wakeups_per_s", "runs"]
     print("\nall points" + (" (medians over repeats):" if args.repeats > 1 else ":"))

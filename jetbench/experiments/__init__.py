@@ -5,6 +5,7 @@
 10
 """
 
+from .bounds import IdleCosts, idle_costs
 from .job import LatencyProbeP, idle_job
 from .point import bare_sleep, run_point
 from .report import (
@@ -21,11 +22,13 @@ from .sweep import QUICK, idle_sweep, sweep_points
 
 __all__ = [
     "JET_BLOG_CPU",
+    "IdleCosts",
     "QUICK",
     "LatencyProbeP",
     "SleepCost",
     "bare_sleep",
     "blog_table",
+    "idle_costs",
     "idle_job",
     "idle_sweep",
     "measure_sleep",

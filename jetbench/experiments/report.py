@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .bounds import idle_costs
+
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
@@ -48,21 +50,17 @@ def targets(frame: pd.DataFrame) -> pd.DataFrame:
       more than in Java, <= 1.5 x the bare-sleep row at 1000 us; at 250k items/s <= 19 %
       (the lower CPU of the two strategies at that floor counts).
 
-    The p99 rows also carry ``bound``: the lowest p99 that any strategy which sleeps between
-    rounds can reach at that rate within that row's CPU limit, on this machine. Each wake-up
-    costs at least ``w`` of CPU (the bare-sleep row: CPU per wake-up) plus one round ``r``
-    carrying an item through the job (the cheapest round measured, on a worker that never
-    sleeps, so with hot caches); a CPU share ``B`` therefore allows at most ``B / (w + r)``
-    wake-ups per second, and the oldest item of a batch has waited about one gap between
-    wake-ups less one gap between items: ``bound = (w + r) / B - 1 / rate``. A limit below the
-    bound cannot be met without spinning.
+    ``bound`` is what `bounds.IdleCosts` works out from the sweep's own rows: on a CPU row, the
+    least CPU any strategy that sleeps needs to meet the p99 limit at that rate (the backoff
+    25 us floor's p99); on a p99 row, the lowest p99 it can reach within the CPU limit there
+    (the backoff 1000 us floor's CPU). A limit beyond its bound cannot be met by sleeping.
     """
     import pandas as pd
 
     points = summarize(frame)
     jobs = points[points["strategy"] != "bare-sleep"].set_index(_POINT)
     bare = points[points["strategy"] == "bare-sleep"].set_index("min_idle_us")
-    wake_s, round_s = _wake_and_round_cost(points)
+    costs = idle_costs(points)
     rows = []
 
     def check(target: str, rate: float, measured: float | None, limit: float | None,
@@ -71,10 +69,10 @@ def targets(frame: pd.DataFrame) -> pd.DataFrame:
         rows.append({"target": target, "rate": rate, "measured": measured, "limit": limit, "met": met,
                      "bound": bound})
 
-    def p99_bound(rate: float, cpu_limit: float | None) -> float | None:
-        if wake_s is None or round_s is None or cpu_limit is None or pd.isna(cpu_limit) or cpu_limit <= 0:
+    def bound(method: str, rate: float, limit: float | None) -> float | None:
+        if costs is None or limit is None or pd.isna(limit):
             return None
-        return max(0.0, (wake_s + round_s) / (cpu_limit / 100.0) - 1.0 / rate) * 1e3
+        return getattr(costs, method)(rate, limit)
 
     def value(rate: float, floor: float, strategy: str, column: str) -> float | None:
         key = (rate, floor, strategy)
@@ -84,11 +82,12 @@ def targets(frame: pd.DataFrame) -> pd.DataFrame:
     timer_floors = sorted({f for _, f, s in jobs.index if s == "timer"})
     for floor in timer_floors:
         for rate in rates:
+            cpu_limit = value(rate, 1000, "backoff", "cpu_percent")
+            p99_limit = value(rate, 25, "backoff", "latency_p99_ms")
             check(f"timer {floor:g}us CPU % <= backoff 1000us", rate, value(rate, floor, "timer", "cpu_percent"),
-                  value(rate, 1000, "backoff", "cpu_percent"))
+                  cpu_limit, bound("cpu_bound_percent", rate, p99_limit))
             check(f"timer {floor:g}us p99 ms <= backoff 25us", rate, value(rate, floor, "timer", "latency_p99_ms"),
-                  value(rate, 25, "backoff", "latency_p99_ms"),
-                  p99_bound(rate, value(rate, 1000, "backoff", "cpu_percent")))
+                  p99_limit, bound("p99_bound_ms", rate, cpu_limit))
     at_1000 = [(r, s) for r, f, s in jobs.index if f == 1000]
     bare_1000 = bare["cpu_percent"].get(1000, float("nan"))
     for rate, limit in ((1_000, max(1.0, 1.5 * bare_1000)), (250_000, 19.0)):
@@ -96,23 +95,6 @@ def targets(frame: pd.DataFrame) -> pd.DataFrame:
         if cpus:
             check("1000us floor CPU % vs Jet's blog", rate, min(cpus), limit)
     return pd.DataFrame(rows, columns=["target", "rate", "measured", "limit", "met", "bound"])
-
-
-def _wake_and_round_cost(points: pd.DataFrame) -> tuple[float | None, float | None]:
-    """CPU seconds of one bare wake-up (the bare-sleep row with the longest floor) and of the
-    cheapest round of the job on a worker that never slept (CPU >= 90 % of a core); None if the
-    sweep has no such row."""
-    bare = points[(points["strategy"] == "bare-sleep") & (points["wakeups_per_s"] > 0)]
-    wake = None
-    if len(bare):
-        row = bare.loc[bare["min_idle_us"].idxmax()]
-        wake = row["cpu_percent"] / 100.0 / row["wakeups_per_s"]
-    spinning = points[(points["strategy"] != "bare-sleep") & (points["worker_cpu_percent"] >= 90)
-                      & (points["iterations_per_s"] > 0)] if "iterations_per_s" in points else points[:0]
-    rounds = None
-    if len(spinning):
-        rounds = float((spinning["worker_cpu_percent"] / 100.0 / spinning["iterations_per_s"]).min())
-    return wake, rounds
 
 
 def blog_table(frame: pd.DataFrame) -> pd.DataFrame:

@@ -81,10 +81,10 @@ def test_cli_quick_json_schema(tmp_path):
     assert {r["min_idle_us"] for r in rows if r["strategy"] == "bare-sleep"} == {25, 1000}
 
 
-def _row(rate, floor, strategy, cpu, p99=None, repeat=0, kept_up=True, rounds=1000.0):
+def _row(rate, floor, strategy, cpu, p99=None, repeat=0, kept_up=True, rounds=1000.0, wakeups=1000.0):
     return {"rate": rate, "min_idle_us": floor, "strategy": strategy, "source": "generator", "cpu_percent": cpu,
             "worker_cpu_percent": cpu, "achieved_rate": float(rate), "kept_up": kept_up, "latency_p50_ms": p99,
-            "latency_p99_ms": p99, "wakeups_per_s": 1000.0, "iterations_per_s": rounds, "repeat": repeat}
+            "latency_p99_ms": p99, "wakeups_per_s": wakeups, "iterations_per_s": rounds, "repeat": repeat}
 
 
 def test_summarize_takes_medians_over_repeats():
@@ -107,9 +107,10 @@ def test_targets_check_the_issue_limits():
     frame = pd.DataFrame([
         _row(1000, 25, "backoff", 30.0, p99=0.6), _row(1000, 1000, "backoff", 11.0, p99=1.2),
         _row(1000, 1000, "timer", 10.0, p99=0.3),
-        _row(250_000, 25, "backoff", 100.0, p99=0.2, rounds=40_000), _row(250_000, 1000, "backoff", 100.0, p99=0.2),
+        _row(250_000, 25, "backoff", 100.0, p99=0.2, rounds=40_000),
+        _row(250_000, 1000, "backoff", 100.0, p99=0.2, rounds=40_000),
         _row(250_000, 1000, "timer", 25.0, p99=1.3),
-        _row(0, 1000, "bare-sleep", 3.0),
+        _row(0, 1000, "bare-sleep", 3.0), _row(0, 25, "bare-sleep", 25.0, wakeups=9000.0),
     ])
     table = targets(frame).set_index(["target", "rate"])
     assert table.loc[("timer 1000us CPU % <= backoff 1000us", 1000), "met"]
@@ -118,9 +119,37 @@ def test_targets_check_the_issue_limits():
     blog_1k = table.loc[("1000us floor CPU % vs Jet's blog", 1000)]
     assert blog_1k["limit"] == 4.5 and blog_1k["measured"] == 10.0 and not blog_1k["met"]
     assert table.loc[("1000us floor CPU % vs Jet's blog", 250_000), "limit"] == 19.0
-    # bound = (wake-up 30 us + hot round 25 us) / CPU share - gap between items
-    assert table.loc[("timer 1000us p99 ms <= backoff 25us", 250_000), "bound"] == pytest.approx(0.055 - 0.004)
-    assert table.loc[("timer 1000us p99 ms <= backoff 25us", 1000), "bound"] == 0.0  # 0.5 ms < 1 ms between items
+    # wake-up 30 us of CPU (bare 1000 us row), shortest sleep 1/9000 s, a hot round 25 us (spinning rows)
+    # p99 bound at 250k within a whole core: the shortest sleep plus a round, less the gap between items
+    p99_bound = table.loc[("timer 1000us p99 ms <= backoff 25us", 250_000), "bound"]
+    assert p99_bound == pytest.approx((1 / 9000 + 25e-6 - 1 / 250_000) * 1e3)
+    # CPU bound at 1k for p99 <= 0.6 ms: one wake-up and round per 1.6 ms
+    cpu_bound = table.loc[("timer 1000us CPU % <= backoff 1000us", 1000), "bound"]
+    assert cpu_bound == pytest.approx(100 * 55e-6 / 1.6e-3)
+
+
+def test_idle_costs_fit_rounds_and_bound_sleeping():
+    import math
+
+    import pandas as pd
+
+    from jetbench.experiments.bounds import IdleCosts, idle_costs
+
+    # two spinning rows: 30 us + 0.5 us per item, at 2 and 22 items per round
+    frame = pd.DataFrame([
+        _row(50_000, 25, "backoff", 100.0, rounds=1 / 31e-6 * 1.0),
+        _row(250_000, 25, "backoff", 100.0, rounds=1 / 41e-6),
+        _row(0, 25, "bare-sleep", 25.0, wakeups=9000.0), _row(0, 1000, "bare-sleep", 3.0, wakeups=900.0),
+    ])
+    frame.loc[0, "achieved_rate"] = 2 / 31e-6
+    frame.loc[1, "achieved_rate"] = 22 / 41e-6
+    costs = idle_costs(frame)
+    assert costs.round_s == pytest.approx(30e-6) and costs.item_s == pytest.approx(0.5e-6)
+    assert costs.wake_s == pytest.approx(0.03 / 900) and costs.shortest_sleep_s == pytest.approx(1 / 9000)
+    assert idle_costs(frame[frame["strategy"] == "bare-sleep"]) is None  # no spinning row: can't tell
+    saturated = IdleCosts(wake_s=30e-6, shortest_sleep_s=1e-4, round_s=30e-6, item_s=1e-6)
+    assert saturated.min_gap_s(1_000_000, cpu_share=1.0) == math.inf  # items alone fill the core
+    assert saturated.p99_bound_ms(10_000, cpu_percent=1) == math.inf
 
 
 def test_repeats_must_be_a_positive_int():
