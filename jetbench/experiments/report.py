@@ -34,9 +34,8 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     summary["cpu_max"] = groups["cpu_percent"].max()
     summary["kept_up"] = groups["kept_up"].all()
     summary["runs"] = groups.size()
-    for column in ("source",):
-        if column in frame.columns:
-            summary[column] = groups[column].first()
+    if "source" in frame.columns:
+        summary["source"] = groups["source"].first()
     return summary.reset_index()
 
 
