@@ -95,8 +95,9 @@ def _idle_experiment(args: argparse.Namespace) -> int:
         summarize,
         targets,
     )
+    from .experiments.sweep import DEFAULT_RATES
 
-    rates = args.rates or (QUICK["rates"] if args.quick else (1_000, 10_000, 50_000, 250_000, 500_000, 1_000_000))
+    rates = args.rates or (QUICK["rates"] if args.quick else DEFAULT_RATES)
     floors = args.floors or QUICK["min_idle_us"]
     seconds = args.seconds if args.seconds is not None else (QUICK["seconds"] if args.quick else 10.0)
     warmup = args.warmup if args.warmup is not None else (QUICK["warmup"] if args.quick else 2.0)
@@ -124,14 +125,15 @@ def _idle_experiment(args: argparse.Namespace) -> int:
     print(blog_table(frame).to_string())
     print("\nthe targets (medians over repeats; bound: the best any strategy that sleeps can do here):")
     print(targets(frame).round(3).to_string(index=False))
-    costs = idle_costs(summarize(frame))
+    points = summarize(frame)
+    costs = idle_costs(points)
     if costs is not None:
         print(f"bounds from: a wake-up {costs.wake_s * 1e6:.1f} us CPU, shortest sleep {costs.shortest_sleep_s * 1e6:.0f} us, "
               f"a hot round {costs.round_s * 1e6:.1f} us + {costs.item_s * 1e6:.2f} us per item")
     cols = ["rate", "min_idle_us", "strategy", "cpu_percent", "cpu_min", "cpu_max", "achieved_rate",
             "latency_p50_ms", "latency_p99_ms", "wakeups_per_s", "runs"]
     print("\nall points" + (" (medians over repeats):" if args.repeats > 1 else ":"))
-    print(summarize(frame)[cols].round(3).to_string(index=False))
+    print(points[cols].round(3).to_string(index=False))
     print(f"\nCSV: {frame.attrs['csv_path']}")
     return 0
 
