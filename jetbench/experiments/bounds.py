@@ -28,6 +28,7 @@ inf
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -93,15 +94,12 @@ def idle_costs(points: pd.DataFrame) -> IdleCosts | None:
 def _fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
     """Least-squares ``y = a + b x`` with ``a, b >= 0`` (one point or no spread: ``b = 0``,
     ``a`` = the smallest y, which keeps the bound optimistic)."""
-    n = len(xs)
-    mean_x, mean_y = sum(xs) / n, sum(ys) / n
-    var = sum((x - mean_x) ** 2 for x in xs)
-    if n < 2 or var == 0:
+    try:
+        slope, intercept = statistics.linear_regression(xs, ys)
+    except statistics.StatisticsError:  # fewer than two points, or all x equal
         return min(ys), 0.0
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / var
     if slope <= 0:
         return min(ys), 0.0
-    intercept = mean_y - slope * mean_x
     if intercept < 0:
         return 0.0, min(y / x for x, y in zip(xs, ys, strict=True) if x > 0)
     return intercept, slope
