@@ -30,8 +30,7 @@ class HashJoinP(EmittingProcessor):
         how: str = "inner",
         timestamped: bool = False,
     ):
-        if how not in JOIN_KINDS:
-            raise JetbenchError(f"hash_join: how must be one of {JOIN_KINDS}, got {how!r}")
+        _check_how(how)
         self.left_key = left_key
         self.right_key = right_key
         self.how = how
@@ -116,8 +115,7 @@ class HashJoin(ProcessorSupplier):
         timestamped: bool = False,
     ):
         _check_keys("hash_join", left_key, right_key)
-        if how not in JOIN_KINDS:
-            raise JetbenchError(f"hash_join: how must be one of {JOIN_KINDS}, got {how!r}")
+        _check_how(how)
         super().__init__(HashJoinP, left_key, right_key, how, timestamped, label="hash_join")
 
     def __repr__(self) -> str:
@@ -139,6 +137,11 @@ def _check_keys(what: str, left_key: Any, right_key: Any) -> None:
     for name, fn in (("left_key", left_key), ("right_key", right_key)):
         if not callable(fn):
             raise JetbenchError(f"{what}: {name} must be callable, got {fn!r}")
+
+
+def _check_how(how: Any) -> None:
+    if how not in JOIN_KINDS:
+        raise JetbenchError(f"hash_join: how must be one of {JOIN_KINDS}, got {how!r}")
 
 
 def hash_join(
