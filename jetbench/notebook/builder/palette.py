@@ -367,6 +367,25 @@ def _value(p: dict[str, Any], f: dict[str, Any]) -> Any:
     return f.get("value") if OPS.get(p.get("op")) else None
 
 
+def _aggregate_kind(name: str, label: str, keyed: bool, description: str, **extra: Any) -> Kind:
+    """The kind of the aggregate supplier function ``jetbench.processors.<name>([key,] op)``;
+    its code is the same call."""
+    from ... import processors
+
+    fn = getattr(processors, name)
+
+    def build(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
+        op = _op(p["op"], _value(p, f))
+        return fn(f["key"], op) if keyed else fn(op)
+
+    def code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
+        op = _op_code(p["op"], _value(p, f))
+        return (f"{name}({f['key']}, {op})" if keyed else f"{name}({op})"), {_P + name, _AGG}
+
+    return Kind(name, label, "aggregate", True, True, (KEY, OP, VALUE) if keyed else (OP, VALUE), build, code,
+                description, **extra)
+
+
 def _spark_as(p: dict[str, Any]) -> Any:
     return {"dict": dict, "tuple": tuple}.get(p["as_"], p["as_"])
 
@@ -466,15 +485,9 @@ def _transform_code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]
 
 def _builtin_kinds() -> list[Kind]:
     from ...processors import (
-        accumulate_by_key,
-        aggregate_by_key,
         collect_sink,
-        combine_by_key,
         filter_processor,
         flat_map_processor,
-        global_accumulate,
-        global_aggregate,
-        global_combine,
         items_source,
         map_processor,
         noop_sink,
@@ -564,35 +577,17 @@ def _builtin_kinds() -> list[Kind]:
                            f"{p['preserve_order']!r}, {p['timestamped']!r})",
                            {"from jetbench.processors.service import map_using_service_async"}),
              "await fn(service, x), several calls in flight, on an asyncio loop"),
-        Kind("aggregate_by_key", "aggregate by key", "aggregate", True, True, (KEY, OP, VALUE),
-             lambda p, f, ns: aggregate_by_key(f["key"], _op(p["op"], _value(p, f))),
-             lambda p, f: (f"aggregate_by_key({f['key']}, {_op_code(p['op'], _value(p, f))})",
-                           {_P + "aggregate_by_key", _AGG}),
-             "emits (key, result) when the input completes"),
-        Kind("accumulate_by_key", "accumulate by key", "aggregate", True, True, (KEY, OP, VALUE),
-             lambda p, f, ns: accumulate_by_key(f["key"], _op(p["op"], _value(p, f))),
-             lambda p, f: (f"accumulate_by_key({f['key']}, {_op_code(p['op'], _value(p, f))})",
-                           {_P + "accumulate_by_key", _AGG}),
-             "stage 1 of two: emits (key, accumulator)"),
-        Kind("combine_by_key", "combine by key", "aggregate", True, True, (OP, VALUE),
-             lambda p, f, ns: combine_by_key(_op(p["op"], _value(p, f))),
-             lambda p, f: (f"combine_by_key({_op_code(p['op'], _value(p, f))})", {_P + "combine_by_key", _AGG}),
-             "stage 2 of two: combines (key, accumulator) pairs"),
-        Kind("global_aggregate", "aggregate (global)", "aggregate", True, True, (OP, VALUE),
-             lambda p, f, ns: global_aggregate(_op(p["op"], _value(p, f))),
-             lambda p, f: (f"global_aggregate({_op_code(p['op'], _value(p, f))})", {_P + "global_aggregate", _AGG}),
-             "one result over all items, when the input completes", parallelism=1,
-             check=_single_instance("a global aggregate")),
-        Kind("global_accumulate", "accumulate (global)", "aggregate", True, True, (OP, VALUE),
-             lambda p, f, ns: global_accumulate(_op(p["op"], _value(p, f))),
-             lambda p, f: (f"global_accumulate({_op_code(p['op'], _value(p, f))})",
-                           {_P + "global_accumulate", _AGG}),
-             "stage 1 of two: emits (None, accumulator) per instance"),
-        Kind("global_combine", "combine (global)", "aggregate", True, True, (OP, VALUE),
-             lambda p, f, ns: global_combine(_op(p["op"], _value(p, f))),
-             lambda p, f: (f"global_combine({_op_code(p['op'], _value(p, f))})", {_P + "global_combine", _AGG}),
-             "stage 2 of two: combines the accumulators into the one result", parallelism=1,
-             check=_single_instance("a global combine")),
+        _aggregate_kind("aggregate_by_key", "aggregate by key", True, "emits (key, result) when the input completes"),
+        _aggregate_kind("accumulate_by_key", "accumulate by key", True, "stage 1 of two: emits (key, accumulator)"),
+        _aggregate_kind("combine_by_key", "combine by key", False, "stage 2 of two: combines (key, accumulator) pairs"),
+        _aggregate_kind("global_aggregate", "aggregate (global)", False,
+                        "one result over all items, when the input completes", parallelism=1,
+                        check=_single_instance("a global aggregate")),
+        _aggregate_kind("global_accumulate", "accumulate (global)", False,
+                        "stage 1 of two: emits (None, accumulator) per instance"),
+        _aggregate_kind("global_combine", "combine (global)", False,
+                        "stage 2 of two: combines the accumulators into the one result", parallelism=1,
+                        check=_single_instance("a global combine")),
         Kind("hash_join", "hash join", "join", True, True,
              (Param("left_key", "code", "x", help="key of a probe item (input 0)"),
               Param("right_key", "code", "x", help="key of a build item (input 1)"),
