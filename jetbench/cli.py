@@ -123,7 +123,8 @@ def _idle_experiment(args: argparse.Namespace) -> int:
               f"{cost.cpu_percent:5.1f} %")
     print("\nCPU % at each rate: Jet 3.0 (seed 004's blog) beside jetbench")
     print(blog_table(frame).to_string())
-    print("\nthe targets (medians over repeats; bound: the best any strategy that sleeps can do here):")
+    print("\nthe targets (medians over repeats; bound: the best any strategy that sleeps can do here,"
+          " or on the blog rows the strategies' own wake-ups and rounds at hot-cache cost):")
     print(targets(frame).round(3).to_string(index=False))
     points = summarize(frame)
     costs = idle_costs(points)

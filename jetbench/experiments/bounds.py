@@ -23,6 +23,8 @@ after a real sleep, so they are optimistic: a limit beyond them cannot be met by
 4.12
 >>> costs.cpu_bound_percent(50_000, p99_ms=0.1)               # shorter than any sleep allows
 inf
+>>> round(costs.cpu_percent_at(1_000, wakeups_per_s=1000, rounds_per_s=1000), 2)  # 1 item a wake
+6.56
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ class IdleCosts:
         if load >= 1 or gap < (self.shortest_sleep_s + self.round_s) / (1 - load):
             return math.inf
         return 100 * ((self.wake_s + self.round_s) / gap + load)
+
+
+    def cpu_percent_at(self, rate: float, wakeups_per_s: float, rounds_per_s: float) -> float:
+        """CPU (% of a core) of ``wakeups_per_s`` bare wake-ups and ``rounds_per_s`` hot rounds
+        carrying ``rate`` items per second: a strategy's own counts priced with hot caches, so
+        the least it could use without waking or going round less often."""
+        return 100 * (wakeups_per_s * self.wake_s + rounds_per_s * self.round_s + rate * self.item_s)
 
 
 def idle_costs(points: pd.DataFrame) -> IdleCosts | None:

@@ -126,6 +126,10 @@ def test_targets_check_the_issue_limits():
     # CPU bound at 1k for p99 <= 0.6 ms: one wake-up and round per 1.6 ms
     cpu_bound = table.loc[("timer 1000us CPU % <= backoff 1000us", 1000), "bound"]
     assert cpu_bound == pytest.approx(100 * 55e-6 / 1.6e-3)
+    # blog rows: each strategy's own wake-ups and rounds priced hot, the lower of the two;
+    # at 250k backoff's 40,000 rounds/s would cost a whole core, the timer's 1000 only 5.5 %
+    assert blog_1k["bound"] == pytest.approx(100 * 1000 * (30e-6 + 25e-6))
+    assert table.loc[("1000us floor CPU % vs Jet's blog", 250_000), "bound"] == pytest.approx(5.5)
 
 
 def test_idle_costs_fit_rounds_and_bound_sleeping():
