@@ -144,7 +144,9 @@ class TimerIdler(BackoffIdler):
     remains, it sleeps until that work is due but no sooner than ``min_idle_us`` after its
     previous deadline (a periodic tick, so it never drifts behind due times; after falling
     behind, from now), so the floor becomes a coalescing interval. (Jet's rule idles only after a round without
-    progress, which in CPython never comes once items arrive faster than a round takes.)
+    progress, which in CPython never comes once items arrive faster than a round takes.) But
+    while work that was due before the round began is still waiting (a backlog: a source held
+    back by its full outbox, or after a pause), it goes round again at once.
 
     >>> cfg = IdleConfig(25, 500)
     >>> class Due:
@@ -171,30 +173,37 @@ class TimerIdler(BackoffIdler):
         super().__init__(config, sleep=wait or self._parker.park)
         self._clock = clock
         self._last_deadline = -math.inf
+        self._round_start = -math.inf  # when the worker's current round began
         self.fallbacks = 0
         self.skipped = 0
+        self.backlog_rounds = 0  # productive rounds followed at once by another, to catch up
 
     def idle(self, idle_round: int, tasklets: Sequence[Any] = ()) -> None:
         earliest = _earliest_wake(tasklets)
         if earliest is None:
             self.fallbacks += 1
             super().idle(idle_round)
-            return
-        self._park_until(earliest)
+        else:
+            self._park_until(earliest)
+        self._round_start = self._clock()
 
     def after_progress(self, tasklets: Sequence[Any]) -> None:
         earliest = _earliest_wake(tasklets)
         if earliest is not None and earliest > 0.0:
-            floor_s = self.config._min_ns / 1e9
-            now = self._clock()
-            tick = self._last_deadline + floor_s
-            if tick < now:  # fell behind: the next tick counts from now
-                tick = now + floor_s
-            self._park_until(max(earliest, tick))
-            if earliest > now:
-                # Anchor the next tick on the work's own due time, so the tick snaps onto due
-                # times instead of locking at an arbitrary phase behind them.
-                self._last_deadline = min(self._last_deadline, earliest)
+            if earliest < self._round_start:
+                self.backlog_rounds += 1
+            else:
+                floor_s = self.config._min_ns / 1e9
+                now = self._clock()
+                tick = self._last_deadline + floor_s
+                if tick < now:  # fell behind: the next tick counts from now
+                    tick = now + floor_s
+                self._park_until(max(earliest, tick))
+                if earliest > now:
+                    # Anchor the next tick on the work's own due time, so the tick snaps onto due
+                    # times instead of locking at an arbitrary phase behind them.
+                    self._last_deadline = min(self._last_deadline, earliest)
+        self._round_start = self._clock()
 
     def _park_until(self, deadline: float) -> None:
         max_ns = self.config._max_ns

@@ -109,6 +109,21 @@ def test_timer_pacing_coalesces_fast_sources_to_the_floor():
     assert us(clock.sleeps) == [1000, 800, 800]
 
 
+def test_timer_goes_round_again_at_once_while_work_due_before_the_round_waits():
+    clock = MockClock()
+    idler = TimerIdler(IdleConfig(1000, 5000), clock=clock, wait=clock.sleep)
+    idler.after_progress([Due(clock.now - 0.00001)])  # paced: a 1 ms tick
+    clock.now += 0.0002
+    # the source's outbox was full: items due 50 ms ago (before this round began) still wait
+    idler.after_progress([Due(clock.now - 0.05)])
+    clock.now += 0.0002
+    idler.after_progress([Due(clock.now - 0.02)])
+    assert us(clock.sleeps) == [1000] and idler.backlog_rounds == 2
+    clock.now += 0.0002
+    idler.after_progress([Due(clock.now - 0.00001)])  # caught up: back on the 1 ms tick
+    assert us(clock.sleeps) == [1000, 400] and idler.backlog_rounds == 2
+
+
 def test_timer_after_progress_does_nothing_while_a_tasklet_cannot_tell():
     clock = MockClock()
     idler = TimerIdler(IdleConfig(25, 500), clock=clock, wait=clock.sleep)
