@@ -24,6 +24,7 @@ import threading
 import time
 import weakref
 from collections import deque
+from time import perf_counter_ns
 from typing import Any
 
 from .dag import DAG
@@ -87,7 +88,7 @@ class _Worker:
 
     def _call(self, t: ProcessorTasklet) -> int:
         """One timed call; exceptions fail the job (or are the job's own teardown)."""
-        t0 = time.perf_counter_ns()
+        t0 = perf_counter_ns()
         try:
             r = t.call()
         except TaskletAborted:
@@ -95,7 +96,7 @@ class _Worker:
         except Exception as exc:
             self.job.record_failure(exc, t, t.state.lower())
             r = 0
-        dt = time.perf_counter_ns() - t0
+        dt = perf_counter_ns() - t0
         t.calls += 1
         t.busy_ns += dt
         if dt > self.slow_call_ns and t.cooperative:

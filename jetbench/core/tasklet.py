@@ -129,8 +129,8 @@ class ProcessorTasklet:
         return self._transition(self._step_complete, "COMPLETE")
 
     def _step_process(self) -> bool:
-        inbox = self.inbox
-        if not inbox:
+        inbox = self.inbox  # its fields are read directly: this is the hottest path of the engine
+        if inbox._head >= len(inbox._items):
             if self._edges_to_complete:  # the batch just processed was the end of its stream
                 return self._transition(self._step_complete_edge, "COMPLETE_EDGE")
             if self._pending_watermark is not None:
@@ -138,15 +138,15 @@ class ProcessorTasklet:
             if self._has_try_process and not self.processor.try_process():
                 return False
             self._fill_inbox()
-            if not inbox:
+            if inbox._head >= len(inbox._items):
                 if self._edges_to_complete:
                     return self._transition(self._step_complete_edge, "COMPLETE_EDGE")
                 if self._pending_watermark is not None:
                     return self._process_watermark()
                 return False
-        before = len(inbox)
+        before = len(inbox._items) - inbox._head
         self.processor.process(self._current_ordinal, inbox)
-        return len(inbox) != before
+        return len(inbox._items) - inbox._head != before
 
     def _process_watermark(self) -> bool:
         wm = self._pending_watermark
@@ -163,22 +163,25 @@ class ProcessorTasklet:
         n = len(group)
         limit = self._inbox_limit
         for k in range(n):
-            stream = group[(self._cursor + k) % n]
+            stream = group[(self._cursor + k) % n] if n > 1 else group[0]
             items = stream.drain(limit)
             wm = stream.watermark
             if wm is not None:
                 stream.watermark = None
                 self._observe_watermark(stream.ordinal, wm)
-            if stream.done:
+            if not stream._live:
                 self._stream_done(stream)
             if items:
                 if self._ordinal_coalescer.any_idle:
                     self._ordinal_coalescer.mark_active(stream.ordinal)
-                self.inbox._fill(items)
+                inbox = self.inbox
+                inbox._items = items
+                inbox._head = 0
                 self._current_ordinal = stream.ordinal
                 self.received_count += len(items)
                 self.received_batches += 1
-                self._cursor = (self._cursor + k + 1) % max(len(self._group), 1)
+                if n > 1:
+                    self._cursor = (self._cursor + k + 1) % max(len(self._group), 1)
                 return
             if self._pending_watermark is not None or self._edges_to_complete:
                 return
@@ -284,7 +287,9 @@ class ProcessorTasklet:
         """
         if self.is_done:
             return math.inf
-        if self.inbox or self._backlog or self._pending_watermark is not None or self._edges_to_complete:
+        inbox = self.inbox
+        if (inbox._head < len(inbox._items) or self._backlog or self._pending_watermark is not None
+                or self._edges_to_complete):
             return None
         for stream in self._group:
             for q in stream.queues:

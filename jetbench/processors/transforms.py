@@ -138,6 +138,7 @@ class TransformP(EmittingProcessor):
 
     def __init__(self, transform: Transform):
         self._transform = transform
+        self._apply = transform._fn  # the compiled chain itself, one call fewer per batch
         self._expands = transform.expands
         self._ratio = 1.0
 
@@ -151,11 +152,11 @@ class TransformP(EmittingProcessor):
         if self._expands:
             take = max(1, int(room / self._ratio))
             batch = inbox.take(take)
-            out = self._transform(batch)
+            out = self._apply(batch)
             if batch:
                 self._ratio = max(1.0, 0.5 * self._ratio + 0.5 * len(out) / len(batch))
         else:
-            out = self._transform(inbox.take(room))
+            out = self._apply(inbox.take(room))
         if out:
             emitter.emit(out)
 

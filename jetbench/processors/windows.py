@@ -137,8 +137,9 @@ class SlidingWindowP(Processor):
         """Fast path: a batch whose events all fall in one frame not yet emitted is folded in one
         ``accumulate_all`` call (the common case for ordered streams); False to go item by item."""
         slide = self.slide
-        lo = min(map(_first, batch))
-        hi = max(map(_first, batch))
+        stamps = list(map(_first, batch))
+        lo = min(stamps)
+        hi = max(stamps)
         fs = lo - lo % slide
         if fs != hi - hi % slide or fs < self._low:
             return False
