@@ -1,0 +1,95 @@
+"""CPU cost of one round of seed 004's job: its 10 tasklets called once each, in this thread,
+on 1 ms ticks (spin-waited, so no sleep and no thread switch blurs the figure).
+
+    .venv/bin/python benchmarks/round_cost.py [--rates 1000 250000] [--repeat 5]
+    .venv/bin/python benchmarks/round_cost.py --baseline /tmp/base   # A/B against another checkout
+
+At 1,000 items/s a round carries one item (the engine's fixed cost per tasklet call); at
+250,000 items/s it carries 250 (the per-item cost). With ``--baseline DIR`` (a checkout, e.g.
+``git worktree add /tmp/base HEAD~1``) each repeat runs that checkout's engine in a subprocess
+and then this one's, interleaved, and the ratio baseline / this is printed: above 1, this
+checkout's rounds are cheaper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def round_cost_us(rate: float, seconds: float) -> float:
+    """Mean thread CPU per round, in microseconds, over ``seconds`` of 1 ms ticks."""
+    from jetbench import sources
+    from jetbench.core.execution import _Worker
+    from jetbench.core.idle import IdleConfig
+    from jetbench.core.job import Job
+    from jetbench.core.plan import build_tasklets
+    from jetbench.experiments.job import idle_job
+
+    job = Job("round-cost")
+    tasklets = build_tasklets(idle_job(sources.generator(rate)), job, 1, 1024, None)
+    call = _Worker(0, job, IdleConfig(1000, 1000), 10**9, "round-cost")._call
+    tick = time.perf_counter()
+    end = tick + seconds
+    cpu = 0.0
+    rounds = 0
+    while tick < end:
+        tick += 0.001
+        while time.perf_counter() < tick:
+            pass
+        c0 = time.thread_time()
+        for t in tasklets:
+            call(t)
+        cpu += time.thread_time() - c0
+        rounds += 1
+    for t in tasklets:
+        t.abort()
+    return cpu / rounds * 1e6
+
+
+def measure_in(checkout: Path, rates: list[float], seconds: float) -> dict[float, float]:
+    """Run `round_cost_us` for each rate in a fresh interpreter importing ``checkout``'s jetbench."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    argv = [sys.executable, __file__, "--child", "--seconds", str(seconds), "--rates", *map(str, rates)]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, cwd=checkout)
+    return dict(zip(rates, json.loads(out.stdout), strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", type=float, nargs="+", default=[1000, 250_000])
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, help="another checkout to compare with, interleaved")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:  # one side of the comparison: a JSON list of costs, one per rate
+        import jetbench
+
+        assert Path(jetbench.__file__).is_relative_to(Path.cwd()), jetbench.__file__
+        print(json.dumps([round_cost_us(rate, args.seconds) for rate in args.rates]))
+        return
+    sides = {"this": HERE} if args.baseline is None else {"baseline": args.baseline.resolve(), "this": HERE}
+    runs: dict[str, list[dict[float, float]]] = {side: [] for side in sides}
+    for _ in range(args.repeat):
+        for side, checkout in sides.items():
+            runs[side].append(measure_in(checkout, args.rates, args.seconds))
+    print(f"round cost, thread CPU per round in us (median of {args.repeat}, 1 ms ticks)")
+    for rate in args.rates:
+        medians = {side: statistics.median(r[rate] for r in rs) for side, rs in runs.items()}
+        line = "   ".join(f"{side} {us:7.1f}" for side, us in medians.items())
+        if "baseline" in medians:
+            line += f"   ratio {medians['baseline'] / medians['this']:.2f}"
+        print(f"  {rate:>11,.0f} items/s: {line}")
+
+
+if __name__ == "__main__":
+    main()
