@@ -152,18 +152,34 @@ def plot_cpu_vs_rate(frame: pd.DataFrame) -> Figure:
 
 
 def plot_latency_vs_floor(frame: pd.DataFrame) -> Figure:
-    """p50/p99 latency against the idle floor, one line per rate (backoff strategy)."""
+    """p99 (solid) and p50 (dashed) latency against the idle floor, a panel per strategy and
+    a colour per rate."""
     from ..figures import new_figure
 
     frame = summarize(frame)
-    fig = new_figure(figsize=(7, 4.2))
-    ax = fig.subplots()
-    jobs = frame[frame["strategy"] == "backoff"]
-    for rate, group in jobs.groupby("rate"):
-        group = group.sort_values("min_idle_us")
-        ax.plot(group["min_idle_us"], group["latency_p99_ms"], marker="o", label=f"{rate:,}/s p99")
-        ax.plot(group["min_idle_us"], group["latency_p50_ms"], marker=".", linestyle="--", label=f"{rate:,}/s p50")
-    return _log_x_figure(fig, ax, "minimum idle (us)", "latency (ms)", "Latency against the idle floor")
+    jobs = frame[frame["strategy"] != "bare-sleep"]
+    strategies = sorted(jobs["strategy"].unique())
+    colours = _rate_colours(jobs["rate"])
+    fig = new_figure(figsize=(4.6 * max(1, len(strategies)), 4.2))
+    axes = fig.subplots(1, max(1, len(strategies)), squeeze=False, sharey=True)[0]
+    for ax, strategy in zip(axes, strategies, strict=False):
+        for rate, group in jobs[jobs["strategy"] == strategy].groupby("rate"):
+            group = group.sort_values("min_idle_us")
+            colour = colours[rate]
+            ax.plot(group["min_idle_us"], group["latency_p99_ms"], marker="o", color=colour, label=f"{rate:,}/s p99")
+            ax.plot(group["min_idle_us"], group["latency_p50_ms"], marker=".", linestyle="--", color=colour,
+                    label=f"{rate:,}/s p50")
+        _log_x_figure(fig, ax, "minimum idle (us)", "latency (ms)", f"Latency against the idle floor: {strategy}")
+    return fig
+
+
+def _rate_colours(rates: Any) -> dict[float, Any]:
+    """One distinct colour per rate, low rates dark and high rates light."""
+    from matplotlib import colormaps
+
+    ordered = sorted(set(rates))
+    cmap = colormaps["viridis"]
+    return {rate: cmap(i / max(1, len(ordered) - 1) * 0.9) for i, rate in enumerate(ordered)}
 
 
 def _log_x_figure(fig: Figure, ax: Any, xlabel: str, ylabel: str, title: str) -> Figure:
@@ -179,22 +195,23 @@ def _log_x_figure(fig: Figure, ax: Any, xlabel: str, ylabel: str, title: str) ->
 
 
 def plot_tradeoff(frame: pd.DataFrame) -> Figure:
-    """CPU against p99 latency, one panel per rate, a point per floor/strategy."""
+    """CPU against p99 latency, one panel per rate, a marker per floor/strategy (one legend)."""
     from ..figures import new_figure
 
     frame = summarize(frame)
-    jobs = frame[frame["strategy"] != "bare-sleep"]
-    rates = sorted(jobs["rate"].unique())
-    fig = new_figure(figsize=(3.2 * max(1, len(rates)), 3.4))
+    series = list(_series(frame))
+    rates = sorted(frame[frame["strategy"] != "bare-sleep"]["rate"].unique())
+    fig = new_figure(figsize=(3.2 * max(1, len(rates)), 3.6))
     axes = fig.subplots(1, max(1, len(rates)), squeeze=False)[0]
     for ax, rate in zip(axes, rates, strict=False):
-        for _, row in jobs[jobs["rate"] == rate].iterrows():
-            ax.scatter(row["latency_p99_ms"], row["cpu_percent"])
-            ax.annotate(f"{row['strategy']} {row['min_idle_us']:g}", (row["latency_p99_ms"], row["cpu_percent"]),
-                        fontsize=7)
+        for k, (label, group) in enumerate(series):
+            row = group[group["rate"] == rate]
+            ax.scatter(row["latency_p99_ms"], row["cpu_percent"], color=f"C{k}", marker="os^D"[k % 4], label=label)
         ax.set_title(f"{rate:,} items/s", fontsize=9)
         ax.set_xlabel("p99 latency (ms)")
         ax.set_ylabel("CPU %")
         ax.grid(True, alpha=0.3)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)), fontsize=8)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
