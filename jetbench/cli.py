@@ -209,11 +209,17 @@ def main(argv: list[str] | None = None) -> int:
 
         print(__version__)
         return 0
-    if args.command == "demo":
-        return _demo(args)
-    if args.command == "idle-experiment":
-        return _idle_experiment(args)
-    return _bench(args)
+    from .core.errors import JetbenchError
+
+    try:
+        if args.command == "demo":
+            return _demo(args)
+        if args.command == "idle-experiment":
+            return _idle_experiment(args)
+        return _bench(args)
+    except JetbenchError as exc:  # bad arguments and the like: a message, not a traceback
+        print(f"jetbench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -61,3 +61,11 @@ def test_unknown_arguments_are_refused_outside_lab():
                           timeout=60, check=False)
     assert done.returncode == 2
     assert "unrecognized arguments: --bogus" in done.stderr
+
+
+def test_idle_experiment_refuses_bad_arguments_with_a_message():
+    done = subprocess.run([sys.executable, "-m", "jetbench", "idle-experiment", "--rates", "1000", "-5",
+                           "--no-progress"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "idle-experiment: error: idle_sweep: rates must be numbers > 0, got -5.0" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import JetbenchError
+from ..core.idle import IDLE_STRATEGIES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 DEFAULT_RATES = (1_000, 10_000, 50_000, 250_000, 500_000, 1_000_000)
 DEFAULT_FLOORS = (25, 1000)
 DEFAULT_STRATEGIES = ("backoff", "timer")
+SOURCES = ("generator", "spark")
 QUICK = {"rates": (1_000, 250_000), "min_idle_us": (25, 1000), "seconds": 1.0, "warmup": 0.5}
 
 
@@ -54,6 +56,47 @@ def run_in_subprocess(params: dict[str, Any], timeout: float | None = None) -> d
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _listed(values: Any) -> Any:
+    """A list of an iterable's values (read once), anything else as it is, for checking."""
+    if isinstance(values, Iterable) and not isinstance(values, str | bytes):
+        return list(values)
+    return values
+
+
+def check_sweep_args(rates: Sequence[float], min_idle_us: Sequence[float], seconds: float, warmup: float,
+                     source: str, strategies: Sequence[str], max_idle_us: float | None, repeats: int) -> None:
+    """Raise `JetbenchError` naming the first bad argument, before any point starts.
+
+    >>> check_sweep_args([1000], [25], 1.0, 0.5, "generator", ["timer"], None, 1)
+    >>> check_sweep_args([1000, -5], [25], 1.0, 0.5, "generator", ["timer"], None, 1)
+    Traceback (most recent call last):
+    ...
+    jetbench.core.errors.JetbenchError: idle_sweep: rates must be numbers > 0, got -5
+    """
+    def number(value: object) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+    for name, values, low, strict in (("rates", rates, 0, True), ("min_idle_us", min_idle_us, 0, False)):
+        if not isinstance(values, list | tuple | range) or not values:
+            raise JetbenchError(f"idle_sweep: {name} must be a non-empty sequence of numbers, got {values!r}")
+        for v in values:
+            if not number(v) or (v <= low if strict else v < low):
+                raise JetbenchError(f"idle_sweep: {name} must be numbers {'>' if strict else '>='} {low}, got {v!r}")
+    if not number(seconds) or seconds <= 0:
+        raise JetbenchError(f"idle_sweep: seconds must be a number > 0, got {seconds!r}")
+    if not number(warmup) or warmup < 0:
+        raise JetbenchError(f"idle_sweep: warmup must be a number >= 0, got {warmup!r}")
+    if source not in SOURCES:
+        raise JetbenchError(f"idle_sweep: source must be one of {list(SOURCES)}, got {source!r}")
+    if isinstance(strategies, str) or not list(strategies) or any(s not in IDLE_STRATEGIES for s in strategies):
+        raise JetbenchError(
+            f"idle_sweep: strategies must be a non-empty list drawn from {sorted(IDLE_STRATEGIES)}, got {strategies!r}")
+    if max_idle_us is not None and (not number(max_idle_us) or max_idle_us < 0):
+        raise JetbenchError(f"idle_sweep: max_idle_us must be None or a number >= 0, got {max_idle_us!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise JetbenchError(f"idle_sweep: repeats must be an int >= 1, got {repeats!r}")
+
+
 def idle_sweep(
     rates: Sequence[float] = DEFAULT_RATES,
     min_idle_us: Sequence[float] = DEFAULT_FLOORS,
@@ -81,8 +124,8 @@ def idle_sweep(
     """
     import pandas as pd
 
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise JetbenchError(f"idle_sweep: repeats must be an int >= 1, got {repeats!r}")
+    rates, min_idle_us, strategies = (_listed(v) for v in (rates, min_idle_us, strategies))
+    check_sweep_args(rates, min_idle_us, seconds, warmup, source, strategies, max_idle_us, repeats)
     points = sweep_points(rates, min_idle_us, strategies, seconds, warmup, source, max_idle_us=max_idle_us)
     if source == "spark":
         from .spark_source import prepare_spark_dataset

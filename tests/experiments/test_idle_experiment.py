@@ -161,3 +161,32 @@ def test_repeats_must_be_a_positive_int():
 
     with pytest.raises(JetbenchError, match="repeats"):
         idle_sweep(rates=[1000], repeats=0, progress=False)
+
+
+@pytest.mark.parametrize(("kwargs", "names"), [
+    ({"rates": []}, "rates"),
+    ({"rates": [1000, -5]}, "rates"),
+    ({"rates": ["fast"]}, "rates"),
+    ({"rates": 1000}, "rates"),
+    ({"min_idle_us": [-1]}, "min_idle_us"),
+    ({"seconds": 0}, "seconds"),
+    ({"warmup": -1}, "warmup"),
+    ({"source": "kafka"}, "source"),
+    ({"strategies": ["spin"]}, "strategies"),
+    ({"strategies": "timer"}, "strategies"),
+    ({"max_idle_us": -3}, "max_idle_us"),
+])
+def test_bad_sweep_arguments_are_refused_before_any_point_runs(kwargs, names, tmp_path):
+    from jetbench.core import JetbenchError
+
+    csv = tmp_path / "sweep.csv"
+    with pytest.raises(JetbenchError, match=f"idle_sweep: {names} must"):
+        idle_sweep(**{"rates": [1000], "seconds": 0.2, "warmup": 0, "progress": False, "csv_path": csv, **kwargs})
+    assert not csv.exists()
+
+
+def test_sweep_arguments_may_be_any_iterable(tmp_path):
+    frame = idle_sweep(rates=(r for r in [2000]), min_idle_us=range(1000, 1001), strategies=iter(["timer"]),
+                       seconds=0.3, warmup=0.1, progress=False, csv_path=tmp_path / "s.csv")
+    assert sorted(frame["strategy"]) == ["bare-sleep", "timer"]
+    assert (frame[frame["strategy"] == "timer"]["rate"] == 2000).all()
