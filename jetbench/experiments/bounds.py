@@ -101,8 +101,20 @@ def idle_costs(points: pd.DataFrame) -> IdleCosts | None:
 
 
 def _fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    """Least-squares ``y = a + b x`` with ``a, b >= 0`` (one point or no spread: ``b = 0``,
-    ``a`` = the smallest y, which keeps the bound optimistic)."""
+    """Least-squares ``y = a + b x`` with ``a, b >= 0``.
+
+    With one point, or xs spanning less than a factor of 2 (a quick sweep's spinning rows all
+    carry about as many items per round), the slope cannot be told from the noise: then
+    ``b = 0`` and ``a`` = the smallest y, which keeps the bound optimistic instead of reading a
+    per-item cost large enough to fill a core out of two nearly equal rounds.
+
+    >>> _fit_line([2, 22], [31, 41])
+    (30.0, 0.5)
+    >>> _fit_line([7.9, 8.4], [33.0, 32.0])
+    (32.0, 0.0)
+    """
+    if min(xs) <= 0 or max(xs) < 2 * min(xs):
+        return min(ys), 0.0
     try:
         slope, intercept = statistics.linear_regression(xs, ys)
     except statistics.StatisticsError:  # fewer than two points, or all x equal

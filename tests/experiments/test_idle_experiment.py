@@ -190,3 +190,22 @@ def test_sweep_arguments_may_be_any_iterable(tmp_path):
                        seconds=0.3, warmup=0.1, progress=False, csv_path=tmp_path / "s.csv")
     assert sorted(frame["strategy"]) == ["bare-sleep", "timer"]
     assert (frame[frame["strategy"] == "timer"]["rate"] == 2000).all()
+
+
+def test_idle_costs_stay_optimistic_when_rounds_carry_alike_item_counts():
+    import pandas as pd
+
+    from jetbench.experiments.bounds import idle_costs
+
+    # a quick sweep: its only spinning rows carry ~8 items a round, 33 and 34 us each
+    frame = pd.DataFrame([
+        _row(250_000, 25, "backoff", 100.0, rounds=1 / 33e-6),
+        _row(250_000, 1000, "backoff", 100.0, rounds=1 / 34e-6),
+        _row(0, 25, "bare-sleep", 22.0, wakeups=9600.0), _row(0, 1000, "bare-sleep", 2.0, wakeups=910.0),
+    ])
+    frame.loc[0, "achieved_rate"] = 8.25 / 33e-6
+    frame.loc[1, "achieved_rate"] = 8.5 / 34e-6
+    costs = idle_costs(frame)
+    assert costs.item_s == 0 and costs.round_s == pytest.approx(33e-6)
+    # so the blog row's bound at 250k stays far below a whole core
+    assert costs.cpu_percent_at(250_000, wakeups_per_s=1000, rounds_per_s=1000) < 10
