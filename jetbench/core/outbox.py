@@ -46,8 +46,6 @@ class Outbox:
         """How many more items bucket ``ordinal`` accepts now (0 while a watermark is pending)."""
         if self._control is not None:
             return 0
-        if ordinal == 0 and self._buckets:  # the common case, without a call
-            return self.capacity - len(self._buckets[0])
         return self.capacity - len(self._bucket(ordinal))
 
     def offer(self, item: Any, ordinal: int | Sequence[int] | None = None) -> bool:
@@ -83,7 +81,7 @@ class Outbox:
             return 0
         if type(items) is not list:
             items = list(items)
-        bucket = self._buckets[0] if ordinal == 0 and self._buckets else self._bucket(ordinal)
+        bucket = self._bucket(ordinal)
         free = self.capacity - len(bucket)
         n = len(items)
         if n > free:
