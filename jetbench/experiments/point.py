@@ -23,6 +23,9 @@ def _percentile(samples: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+SOURCES = ("generator", "spark")
+
+
 def make_source(kind: str, rate: float, seconds: float) -> Any:
     """The rate-limited, timestamped source of the experiment."""
     if kind == "generator":
@@ -33,7 +36,7 @@ def make_source(kind: str, rate: float, seconds: float) -> Any:
         from .spark_source import spark_replay_source
 
         return spark_replay_source(rate, seconds)
-    raise ValueError(f"unknown source {kind!r}: use 'generator' or 'spark'")
+    raise ValueError(f"unknown source {kind!r}: use one of {list(SOURCES)}")
 
 
 def run_point(rate: float, min_idle_us: float, strategy: str = "backoff", seconds: float = 10.0,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import JetbenchError
 from ..core.idle import IDLE_STRATEGIES
+from .point import SOURCES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 DEFAULT_RATES = (1_000, 10_000, 50_000, 250_000, 500_000, 1_000_000)
 DEFAULT_FLOORS = (25, 1000)
 DEFAULT_STRATEGIES = ("backoff", "timer")
-SOURCES = ("generator", "spark")
 QUICK = {"rates": (1_000, 250_000), "min_idle_us": (25, 1000), "seconds": 1.0, "warmup": 0.5}
 
 
@@ -88,7 +88,7 @@ def check_sweep_args(rates: Sequence[float], min_idle_us: Sequence[float], secon
         raise JetbenchError(f"idle_sweep: warmup must be a number >= 0, got {warmup!r}")
     if source not in SOURCES:
         raise JetbenchError(f"idle_sweep: source must be one of {list(SOURCES)}, got {source!r}")
-    if isinstance(strategies, str) or not list(strategies) or any(s not in IDLE_STRATEGIES for s in strategies):
+    if not isinstance(strategies, list | tuple) or not strategies or any(s not in IDLE_STRATEGIES for s in strategies):
         raise JetbenchError(
             f"idle_sweep: strategies must be a non-empty list drawn from {sorted(IDLE_STRATEGIES)}, got {strategies!r}")
     if max_idle_us is not None and (not number(max_idle_us) or max_idle_us < 0):
