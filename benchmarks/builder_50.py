@@ -37,7 +37,7 @@ def fifty() -> DAG:
     temporary file, so ``inspect`` finds each lambda's source the way it does in a notebook."""
     lines = ["from jetbench import DAG, Edge",
              "from jetbench.processors import *",
-             "from jetbench.processors.aggregate import summing",
+             "from jetbench.processors.aggregate_operation import summing",
              "dag = DAG()",
              "src = dag.new_vertex('source', items_source(list(range(1000))), 1)"]
     for b in range(BRANCHES):
@@ -47,7 +47,7 @@ def fifty() -> DAG:
             f"     dag.new_vertex('split-{b}', flat_map_processor(lambda x: [x, x // {b + 2}])),",
             f"     dag.new_vertex('bucket-{b}', map_processor(lambda x: (x % {b + 10}, x))),",
             f"     dag.new_vertex('acc-{b}', accumulate_by_key(lambda kv: kv[0] + {b}, summing(lambda kv: kv[1])), 2),",
-            f"     dag.new_vertex('comb-{b}', combine_by_key(counting), 2),",
+            f"     dag.new_vertex('comb-{b}', combine_by_key(counting()), 2),",
             f"     dag.new_vertex('out-{b}', collect_sink(), 1)]",
             f"dag.edge(Edge.from_(src, {b}).to(c[0]))",
             "for i, (x, y) in enumerate(zip(c, c[1:])):",

@@ -38,7 +38,7 @@ from .core import (
 )
 from .core.job import register_view
 from .pipeline import Pipeline
-from .processors.windowing import WindowResult
+from .processors.window_definition import WindowResult
 
 __version__ = "0.1.0"
 

@@ -1,7 +1,7 @@
 """Aggregate operations for ``Stage.aggregate`` and ``group_by(...).aggregate``.
 
 >>> from jetbench import aggregate
->>> op = aggregate.all_of(aggregate.counting, aggregate.averaging())
+>>> op = aggregate.all_of(aggregate.counting(), aggregate.averaging())
 >>> acc = op.create()
 >>> for x in [1, 2, 6]:
 ...     acc = op.accumulate(acc, x)
@@ -9,7 +9,7 @@
 (3, 3.0)
 """
 
-from .processors.aggregate import (
+from .processors.aggregate_operation import (
     AggregateOperation,
     all_of,
     averaging,

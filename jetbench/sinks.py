@@ -13,8 +13,13 @@ from typing import Any
 
 from .core.errors import JetbenchError
 from .pipeline.connectors import Sink
-from .processors.connectors import CallbackSink, FilesSink, LatencySink, PandasSink, ToDictSink
-from .processors.sinks import collect_sink, noop_sink
+from .processors.callback_sink import CallbackSink
+from .processors.collect_sink import collect_sink
+from .processors.files_sink import FilesSink
+from .processors.latency_sink import LatencySink
+from .processors.noop_sink import noop_sink
+from .processors.pandas_sink import PandasSink
+from .processors.to_dict_sink import ToDictSink
 
 __all__ = ["callback", "collect", "files", "latency", "noop", "pandas", "to_dict"]
 

@@ -13,8 +13,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .pipeline.connectors import Source
-from .processors.connectors import FilesSource, GeneratorSource, TestStreamSource
-from .processors.sources import items_source
+from .processors.files_source import FilesSource
+from .processors.generator_source import GeneratorSource
+from .processors.items_source import items_source
+from .processors.test_stream_source import TestStreamSource
 
 __all__ = ["files", "generator", "items", "test_stream"]
 

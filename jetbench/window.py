@@ -5,6 +5,6 @@
 (tumbling(1000), sliding(1000, 250), session(300))
 """
 
-from .processors.windowing import WindowDefinition, WindowResult, session, sliding, tumbling
+from .processors.window_definition import WindowDefinition, WindowResult, session, sliding, tumbling
 
 __all__ = ["WindowDefinition", "WindowResult", "session", "sliding", "tumbling"]

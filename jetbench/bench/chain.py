@@ -20,7 +20,7 @@ from ..processors import (
     items_source,
     map_processor,
 )
-from ..processors.aggregate import counting
+from ..processors.aggregate_operation import counting
 from .common import BenchReport, interleaved, on_thread, timed
 
 MAPS = 6
@@ -44,7 +44,7 @@ def chain_dag(n: int) -> DAG:
         v = dag.new_vertex(f"map-{i + 1}", map_processor(identity))
         dag.edge(Edge.between(prev, v))
         prev = v
-    count = dag.new_vertex("count-per-window", aggregate_by_key(window_key, counting), local_parallelism=1)
+    count = dag.new_vertex("count-per-window", aggregate_by_key(window_key, counting()), local_parallelism=1)
     sink = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
     dag.edge(Edge.between(prev, count).all_to_one()).edge(Edge.between(count, sink))
     return dag
@@ -56,7 +56,7 @@ def chain_pipeline(n: int) -> Pipeline:
     stage = p.read_from(sources.items(range(n)))
     for _ in range(MAPS):
         stage = stage.map(identity)
-    stage.group_by(window_key).aggregate(counting).write_to(sinks.collect())
+    stage.group_by(window_key).aggregate(counting()).write_to(sinks.collect())
     return p
 
 
@@ -64,7 +64,7 @@ def plain_loop(n: int) -> dict[int, int]:
     """The same functions in one fused loop: what jetbench is measured against."""
     f = identity
     key = window_key
-    create, accumulate = counting.create, counting.accumulate
+    create, accumulate = counting().create, counting().accumulate
     counts: dict[int, int] = {}
     get = counts.get
     for x in range(n):
@@ -95,7 +95,7 @@ def queue_threads(n: int, capacity: int = 1024) -> dict[int, int]:
 
     def count() -> None:
         get = queues[MAPS].get
-        create, accumulate = counting.create, counting.accumulate
+        create, accumulate = counting().create, counting().accumulate
         while (x := get()) is not end:
             k = window_key(x)
             acc = counts.get(k, _MISSING)

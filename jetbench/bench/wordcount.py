@@ -6,16 +6,16 @@ from typing import Any
 
 from ..core import ExecutionService
 from ..datasets import corpus
-from ..examples import non_empty, tokenize, word_key, wordcount_dag
-from ..processors.aggregate import counting
+from ..processors.aggregate_operation import counting
+from ..wordcount import non_empty, tokenize, word_key, wordcount_dag, wordcount_pipeline
 from .common import BenchReport, interleaved, on_thread
 
 _MISSING = object()
 
 
 def plain_loop(lines: list[str]) -> dict[str, int]:
-    """The same functions (tokenize, filter, key, counting) in one nested loop."""
-    create, accumulate = counting.create, counting.accumulate
+    """The same functions (tokenize, filter, key, counting()) in one nested loop."""
+    create, accumulate = counting().create, counting().accumulate
     counts: dict[str, int] = {}
     get = counts.get
     for line in lines:
@@ -31,8 +31,6 @@ def run(lines: int = 200_000, repeat: int = 3, threads: int = 1, pipeline: bool 
     text = corpus(lines)
     words = sum(1 for line in text for w in tokenize(line) if w)
     if pipeline:
-        from ..pipeline.examples import wordcount_pipeline
-
         job: Any = wordcount_pipeline(text)
     else:
         job = wordcount_dag(text)

@@ -18,8 +18,8 @@ from typing import Any
 
 from ..core.dag import DAG, Edge, Routing
 from ..core.errors import PipelineError
-from ..processors import aggregate as agg
-from ..processors.transforms import FILTER, FLAT_MAP, MAP, Transform, transform_processor
+from ..processors import aggregation as agg
+from ..processors.transform import FILTER, FLAT_MAP, MAP, Transform, transform_processor
 from .stages import Node, Pipeline
 
 MAXIMUM_WATERMARK_GAP = 1000
@@ -85,7 +85,7 @@ class Planner:
         source = node.params["source"]
         pv = self._vertex(node.name, source.supplier, node.local_parallelism)
         if source.timestamped:
-            from ..processors.watermarks import insert_watermarks
+            from ..processors.insert_watermarks import insert_watermarks
 
             wm = self._vertex(
                 f"{node.name}-watermarks",
@@ -128,7 +128,7 @@ class Planner:
         self.out[node] = Output(source.vertex, source.timestamped, True, node.params["key_fn"])
 
     def _plan_timestamps(self, node: Node) -> None:
-        from ..processors.watermarks import insert_watermarks
+        from ..processors.insert_watermarks import insert_watermarks
 
         p = node.params
         supplier = insert_watermarks(p["ts_fn"], p["allowed_lag"], self.watermark_frame, p["idle_timeout_ms"])
@@ -176,7 +176,7 @@ class Planner:
         self.out[node] = Output(final, False)
 
     def _plan_window_aggregate(self, node: Node) -> None:
-        from ..processors.windows import window_aggregate
+        from ..processors.window_aggregate import window_aggregate
 
         op, key_fn, window = node.params["op"], node.params["key_fn"], node.params["window"]
         supplier = window_aggregate(key_fn, op, window)
@@ -189,13 +189,13 @@ class Planner:
         self.out[node] = Output(pv, True)
 
     def _plan_map_using_service(self, node: Node) -> None:
-        from ..processors.service import map_using_service
+        from ..processors.map_using_service import map_using_service
 
         self._plan_unary(node, lambda ts: map_using_service(node.params["service_factory"], node.params["fn"],
                                                             timestamped=ts))
 
     def _plan_map_using_service_async(self, node: Node) -> None:
-        from ..processors.service import map_using_service_async
+        from ..processors.map_using_service_async import map_using_service_async
 
         p = node.params
         self._plan_unary(node, lambda ts: map_using_service_async(p["service_factory"], p["fn"],
@@ -209,7 +209,7 @@ class Planner:
         self.out[node] = Output(pv, timestamped)
 
     def _plan_hash_join(self, node: Node) -> None:
-        from ..processors.join import hash_join
+        from ..processors.hash_join import hash_join
 
         left, right = node.upstream
         p = node.params
@@ -221,7 +221,7 @@ class Planner:
         self.out[node] = Output(pv, timestamped)
 
     def _plan_co_group(self, node: Node) -> None:
-        from ..processors.join import co_group
+        from ..processors.co_group import co_group
 
         left, right = node.upstream
         p = node.params

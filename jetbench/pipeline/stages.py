@@ -3,7 +3,7 @@
 >>> from jetbench import Pipeline, run, sources, sinks, aggregate
 >>> p = Pipeline()
 >>> words = p.read_from(sources.items(["a b", "b"])).flat_map(str.split)
->>> _ = words.group_by(lambda w: w).aggregate(aggregate.counting).write_to(sinks.collect())
+>>> _ = words.group_by(lambda w: w).aggregate(aggregate.counting()).write_to(sinks.collect())
 >>> sorted(run(p))
 [('a', 1), ('b', 2)]
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import PipelineError
-from ..processors.aggregate import AggregateOperation
-from ..processors.windowing import WindowDefinition
+from ..processors.aggregate_operation import AggregateOperation, require_operation
+from ..processors.window_definition import WindowDefinition
 from .connectors import Sink, Source
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ class Stage:
         return self._next("timestamps", name or "add-timestamps", params, timestamped=True)
 
     def window(self, window_def: WindowDefinition) -> WindowedStage:
-        """Aggregate per event-time window: ``stage.window(tumbling(1000)).aggregate(counting)``."""
+        """Aggregate per event-time window: ``stage.window(tumbling(1000)).aggregate(counting())``."""
         _check_window(self, window_def)
         return WindowedStage(self, None, window_def)
 
@@ -371,11 +371,7 @@ def _callable(fn: Any, what: str, stage: Stage) -> Any:
 
 
 def _check_op(stage: Stage, op: Any) -> None:
-    if not isinstance(op, AggregateOperation):
-        raise PipelineError(
-            f"stage {stage.name!r}: aggregate() takes a jetbench.aggregate operation "
-            f"(e.g. aggregate.counting), got {op!r}"
-        )
+    require_operation(op, f"stage {stage.name!r}: aggregate()", PipelineError)
 
 
 def _check_bounded(stage: Stage, what: str) -> None:

@@ -1,19 +1,37 @@
-"""Built-in processors: sources, stateless transforms, keyed and global aggregation and sinks."""
+"""Built-in processors, one module per vertex kind.
 
-from .aggregate import (
-    AggregateOperation,
+Each module holds one kind: its processor class (``...P``), the function that makes its vertex
+supplier, and how the Pipeline planner and the DAG builder use it. Shared pieces: `supplier`
+(`ProcessorSupplier`, the generic supplier), `emitter` (batch emission that keeps what the
+outbox refuses), `aggregate_operation` (the operations ``jetbench.aggregate`` offers) and
+`window_definition` (the windows ``jetbench.window`` offers).
+
+=========================  ===========================================================
+sources                    `items_source`, `files_source`, `generator_source`, `test_stream_source`
+stateless                  `transform` (map, filter, flat_map, fused chains)
+with a service             `map_using_service`, `map_using_service_async`
+aggregation                `aggregation` (keyed or global, one or two stages)
+joins                      `hash_join`, `co_group`
+event time                 `insert_watermarks`, `window_aggregate`
+sinks                      `collect_sink`, `noop_sink`, `to_dict_sink`, `callback_sink`,
+                           `pandas_sink`, `files_sink`, `latency_sink`
+=========================  ===========================================================
+"""
+
+from .aggregate_operation import AggregateOperation, counting
+from .aggregation import (
     accumulate_by_key,
     aggregate_by_key,
     combine_by_key,
-    counting,
     global_accumulate,
     global_aggregate,
     global_combine,
 )
-from .sinks import collect_sink, noop_sink
-from .sources import items_source
+from .collect_sink import collect_sink
+from .items_source import items_source
+from .noop_sink import noop_sink
 from .supplier import ProcessorSupplier, supplier
-from .transforms import (
+from .transform import (
     Transform,
     filter_processor,
     flat_map_processor,

@@ -5,7 +5,7 @@ Most built-in suppliers are one: they check their arguments, then hand the proce
 the arguments to `ProcessorSupplier`, which keeps them by parameter name in ``params`` (so tools
 such as the DAG builder can read what a vertex does) and calls the class once per instance.
 
->>> from jetbench.processors.join import HashJoinP
+>>> from jetbench.processors.hash_join import HashJoinP
 >>> s = ProcessorSupplier(HashJoinP, len, abs, how="left", label="join")
 >>> s.params["how"], s.right_key, s
 ('left', <built-in function abs>, join)

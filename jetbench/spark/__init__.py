@@ -10,7 +10,7 @@ Everything here imports pyspark; nothing outside ``jetbench.spark`` does.
     spark = session()                      # the active session, or an embedded local one
     p = Pipeline()
     (p.read_from(sources.dataframe(datasets.corpus(10_000), columns=["line"], as_="value"))
-        .flat_map(str.split).group_by(str.lower).aggregate(aggregate.counting)
+        .flat_map(str.split).group_by(str.lower).aggregate(aggregate.counting())
         .write_to(sinks.collect()))
     jetbench.run(p)                        # on the local cooperative executor
     jetbench.run(p, runner="spark")        # the same job as Spark stages

@@ -59,9 +59,9 @@ from ..core.errors import DagError, JetbenchError, JobError, JobTimeout, RunnerE
 from ..core.execution import ExecutionService
 from ..core.plan import merge_parts
 from ..core.processor import Processor
-from ..processors._emit import EmittingProcessor
-from ..processors.aggregate import _Supplier as AggregateSupplier
-from ..processors.connectors import GeneratorSource
+from ..processors.aggregation import _Supplier as AggregateSupplier
+from ..processors.emitter import EmittingProcessor
+from ..processors.generator_source import GeneratorSource
 from ._hash import stable_hash
 from .sinks import SparkSink, rdd_to_dataframe
 from .sources import DataFrameSource, ParquetSource

@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from ..core.errors import JetbenchError
 from ..pipeline.connectors import Source
-from ..processors._emit import EmittingProcessor
-from ..processors.connectors import GeneratorP
+from ..processors.emitter import EmittingProcessor
+from ..processors.generator_source import GeneratorP
 from ._arrow import IPC_SCHEMA, ArrowDecoder, batches_to_ipc, item_kind
 
 __all__ = ["DataFrameSource", "ParquetSource", "ReplaySource", "dataframe", "parquet", "replay", "table"]

@@ -452,7 +452,8 @@ OPAQUE = """\
 from jetbench import DAG, Edge
 from jetbench.notebook import DagBuilder
 from jetbench.processors import collect_sink, items_source
-from jetbench.processors.aggregate import AggregateOperation, accumulate_by_key
+from jetbench.processors.aggregate_operation import AggregateOperation
+from jetbench.processors.aggregation import accumulate_by_key
 
 made_by_hand = AggregateOperation(create=list, accumulate=lambda acc, x: acc + [x])
 dag = DAG()

@@ -21,7 +21,7 @@ import threading, time
 from jetbench import DAG, Edge, ExecutionService
 from jetbench.core.processor import Processor
 from jetbench.processors import map_processor
-from jetbench.processors.connectors import GeneratorSource
+from jetbench.processors.generator_source import GeneratorSource
 
 SLOW = {"s_per_item": 0.0}
 
@@ -180,7 +180,7 @@ FAILING = """\
 import time
 from jetbench import DAG, Edge, ExecutionService
 from jetbench.processors import collect_sink, map_processor
-from jetbench.processors.connectors import GeneratorSource
+from jetbench.processors.generator_source import GeneratorSource
 
 def check(x):
     if x >= 1500:

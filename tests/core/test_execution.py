@@ -131,8 +131,8 @@ def test_idle_config_backoff_sequence():
 def _wordcount_like_dag(n_sources: int, items: list) -> DAG:
     dag = DAG()
     sink = dag.new_vertex("sink", collect_sink(), 1)
-    combine = dag.new_vertex("combine", combine_by_key(counting), 2)
-    acc = dag.new_vertex("acc", accumulate_by_key(lambda x: x % 10, counting), 2)
+    combine = dag.new_vertex("combine", combine_by_key(counting()), 2)
+    acc = dag.new_vertex("acc", accumulate_by_key(lambda x: x % 10, counting()), 2)
     dag.edge(Edge.between(acc, combine).partitioned(lambda kv: kv[0]))
     dag.edge(Edge.between(combine, sink))
     for k in range(n_sources):

@@ -1,7 +1,7 @@
 """Property-based: random DAGs give the same multiset as a direct Python evaluation.
 
 A DAG is a source, a trunk of stages, and optionally two branches re-joined at a two-input
-sink (a diamond). Stages are map / filter / flat_map / two-stage keyed counting, each with a
+sink (a diamond). Stages are map / filter / flat_map / two-stage keyed counting(), each with a
 random local parallelism (1-3), inbound routing and queue size (1-64). The reference evaluates
 the same functions on multisets: a broadcast edge multiplies its items by the consumer's
 parallelism, every other routing delivers each item once.
@@ -143,9 +143,9 @@ class Builder:
     def stage(self, head, ref: Counter, s: Stage):
         if s.kind == "count":
             key = KEYS[s.fn]
-            acc = self.vertex("acc", accumulate_by_key(key, counting), s.lp)
+            acc = self.vertex("acc", accumulate_by_key(key, counting()), s.lp)
             factor = self.connect(head, acc, s.routing, s.queue_size)
-            combine = self.vertex("combine", combine_by_key(counting), s.combine_lp)
+            combine = self.vertex("combine", combine_by_key(counting()), s.combine_lp)
             self.connect(acc, combine, "partitioned", s.queue_size, key=_key0)
             conv = self.vertex("kv2int", map_processor(_kv_to_int), s.combine_lp)
             self.connect(combine, conv, "unicast", s.queue_size)

@@ -23,17 +23,17 @@ from jetbench.processors import (
     map_processor,
     transform_processor,
 )
-from jetbench.processors.aggregate import summing
-from jetbench.processors.connectors import (
-    CallbackSink,
-    FilesSink,
-    LatencySink,
-    TestStreamSource,
-    ToDictSink,
-)
-from jetbench.processors.join import co_group, hash_join
-from jetbench.processors.service import map_using_service, map_using_service_async
-from jetbench.processors.transforms import Transform
+from jetbench.processors.aggregate_operation import summing
+from jetbench.processors.callback_sink import CallbackSink
+from jetbench.processors.co_group import co_group
+from jetbench.processors.files_sink import FilesSink
+from jetbench.processors.hash_join import hash_join
+from jetbench.processors.latency_sink import LatencySink
+from jetbench.processors.map_using_service import map_using_service
+from jetbench.processors.map_using_service_async import map_using_service_async
+from jetbench.processors.test_stream_source import TestStreamSource
+from jetbench.processors.to_dict_sink import ToDictSink
+from jetbench.processors.transform import Transform
 from jetbench.window import sliding, tumbling
 
 
@@ -368,12 +368,12 @@ def test_a_dag_of_every_kind_opens_editable_and_rebuilds_an_equal_dag(tmp_path):
 
 
 def test_pipelines_open_editable_fused_two_stage_and_windowed():
-    from jetbench.examples import tokenize
+    from jetbench.wordcount import tokenize
 
     p = Pipeline()
     (p.read_from(sources.items(["The cat sat.", "The cat ran!"]))
      .flat_map(tokenize).filter(bool)
-     .group_by(lambda word: word).aggregate(aggregate.counting)
+     .group_by(lambda word: word).aggregate(aggregate.counting())
      .write_to(sinks.collect()))
     m = BuilderModel()
     m.load_dag(p)
@@ -382,7 +382,7 @@ def test_pipelines_open_editable_fused_two_stage_and_windowed():
     assert m.vertex("group-aggregate-accumulate")["params"] == {"key": "x", "op": "counting", "value": "x"}
     assert [e["key"] for e in m.edges if e["routing"] == "partitioned"] == ["x[0]"]
     # a module-level function not in the namespace comes with its import
-    assert "from jetbench.examples import tokenize" in m.vertex("fused(flat_map-tokenize, filter-bool)")["params"]["steps"]
+    assert "from jetbench.wordcount import tokenize" in m.vertex("fused(flat_map-tokenize, filter-bool)")["params"]["steps"]
     assert sorted(run(m.to_dag())) == sorted(run(exported(m))) == [("cat", 2), ("ran", 1), ("sat", 1), ("the", 2)]
 
     w = Pipeline()
@@ -402,7 +402,7 @@ def test_pipelines_open_editable_fused_two_stage_and_windowed():
     j = Pipeline()
     left = j.read_from(sources.items([1, 2, 3]))
     right = j.read_from(sources.items([(1, "a"), (3, "c")]))
-    left.hash_join(right, lambda x: x, lambda r: r[0]).aggregate(aggregate.to_list).write_to(sinks.collect())
+    left.hash_join(right, lambda x: x, lambda r: r[0]).aggregate(aggregate.to_list()).write_to(sinks.collect())
     mj = BuilderModel()
     mj.load_dag(j)
     assert mj.notes() == [] and {"hash_join", "global_accumulate", "global_combine"} <= set(kinds(mj).values())
@@ -425,8 +425,8 @@ def test_opaque_only_when_the_code_cannot_be_shown_and_the_reason_is_on_the_badg
     reasons = {v["name"]: v["params"].get("reason") for v in m.vertices if v["kind"] == "custom"}
     assert reasons == {"closes": "step 1 (map): its code uses offset, which the notebook namespace does not have",
                        "nosrc": "step 1 (map): its source is not available",
-                       "hand": "its aggregate operation is hand-made; the palette offers counting, summing, averaging, "
-                               "min_by, max_by, to_list, to_set"}
+                       "hand": "its aggregate operation is hand-made; the palette offers counting(), summing, averaging, "
+                               "min_by, max_by, to_list(), to_set"}
     badges = m.problems_json()["vertices"]
     assert badges[m.vertex("closes")["id"]] == [{"target": "vertex", "id": m.vertex("closes")["id"], "level": "info",
                                                  "message": "opaque: " + reasons["closes"]}]
@@ -447,13 +447,13 @@ def test_opaque_only_when_the_code_cannot_be_shown_and_the_reason_is_on_the_badg
 
 
 def test_counting_op_and_tumbling_window_from_code_round_trip(tmp_path):
-    from jetbench.processors.watermarks import insert_watermarks
-    from jetbench.processors.windows import window_aggregate
+    from jetbench.processors.insert_watermarks import insert_watermarks
+    from jetbench.processors.window_aggregate import window_aggregate
 
     dag = DAG()
     src = dag.new_vertex("src", TestStreamSource([(t, t % 3) for t in range(0, 3000, 250)]), 1)
     wm = dag.new_vertex("wm", insert_watermarks(None, 0, 500, None), 1)
-    win = dag.new_vertex("win", window_aggregate(lambda x: x, counting, tumbling(1000)), 1)
+    win = dag.new_vertex("win", window_aggregate(lambda x: x, counting(), tumbling(1000)), 1)
     sink_ = dag.new_vertex("sink", LatencySink(100), 1)
     keep = dag.new_vertex("keep", collect_sink(), 1)
     dag.edge(Edge.between(src, wm)).edge(Edge.between(wm, win))

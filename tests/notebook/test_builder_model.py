@@ -22,8 +22,8 @@ from jetbench.processors import (
     map_processor,
     noop_sink,
 )
-from jetbench.processors.connectors import GeneratorSource
-from jetbench.processors.watermarks import insert_watermarks
+from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.insert_watermarks import insert_watermarks
 
 
 def run(dag: DAG) -> list:
@@ -297,7 +297,7 @@ def test_layout_is_layered_left_to_right():
 # ------------------------------------------------------------------------------ from a DAG, to code
 
 
-#: counting, written by hand: the builder cannot show it as one of its operations
+#: counting(), written by hand: the builder cannot show it as one of its operations
 COUNT_BY_HAND = AggregateOperation(create=int, accumulate=lambda acc, x: acc + 1, combine=operator.add)
 
 
@@ -431,7 +431,7 @@ def test_load_rejects_other_documents_and_loaded_custom_vertices_need_a_supplier
     loaded.load(path)
     assert ("vertex", "count", "no supplier attached (set_supplier(); a saved custom vertex keeps only its label)") \
         in messages(loaded)
-    loaded.set_supplier("count", aggregate_by_key(lambda x: x % 4, counting))
+    loaded.set_supplier("count", aggregate_by_key(lambda x: x % 4, counting()))
     assert loaded.problems() == []
     assert shape(loaded.to_dag()) == shape(code_dag())
 

@@ -176,7 +176,7 @@ def test_builder_pipeline_property_replans_the_same_pipeline_or_replaces_it():
     words.write_to(sinks.collect())
     b = DagBuilder(p, namespace={}, auto_refresh=False)
     assert b.pipeline is p and b.source is p
-    words.group_by(lambda w: w).aggregate(aggregate.counting, name="count").write_to(sinks.noop())
+    words.group_by(lambda w: w).aggregate(aggregate.counting(), name="count").write_to(sinks.noop())
     b.pipeline = p  # the same pipeline, edited: merged
     names = [v["name"] for v in b.doc["vertices"]]
     assert names[:3] == ["items", "split", "collect"] and {"count-accumulate", "count-combine", "noop"} <= set(names)

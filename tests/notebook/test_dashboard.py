@@ -17,7 +17,7 @@ from jetbench.notebook import Dashboard
 from jetbench.notebook.headless import recording_comms
 from jetbench.notebook.model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, _Timeline
 from jetbench.processors import collect_sink, items_source, map_processor, noop_sink
-from jetbench.processors.connectors import GeneratorSource
+from jetbench.processors.generator_source import GeneratorSource
 
 
 def paced_dag(rate: float = 4000, count: int | None = 2000, fail_at: int | None = None) -> DAG:

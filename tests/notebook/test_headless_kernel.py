@@ -11,7 +11,7 @@ CELLS = [
 import threading
 from jetbench import DAG, Edge, ExecutionService
 from jetbench.processors import collect_sink, map_processor
-from jetbench.processors.connectors import GeneratorSource
+from jetbench.processors.generator_source import GeneratorSource
 
 dag = DAG()
 src = dag.new_vertex("source", GeneratorSource(4000, timestamped=False, count=3200), local_parallelism=1)

@@ -11,7 +11,7 @@ from jetbench import DAG, Edge, ExecutionService
 from jetbench.notebook import Dashboard
 from jetbench.notebook.plots import plot_metrics, series_from_records
 from jetbench.processors import collect_sink, map_processor
-from jetbench.processors.connectors import GeneratorSource
+from jetbench.processors.generator_source import GeneratorSource
 
 
 def paced_dag(rate: float = 5000, count: int = 1500) -> DAG:

@@ -9,9 +9,8 @@ import pytest
 
 from jetbench import Pipeline, PipelineError, WindowResult, aggregate, run, sinks, sources
 from jetbench.aggregate import AggregateOperation
-from jetbench.examples import tokenize
-from jetbench.pipeline.examples import wordcount_pipeline
 from jetbench.window import session, sliding, tumbling
+from jetbench.wordcount import tokenize, wordcount_pipeline
 
 LINES = ["The quick brown fox", "jumps over the lazy dog", "", "The dog sleeps; the fox runs!"] * 50
 
@@ -54,16 +53,16 @@ def test_peek_sees_every_item(service):
 
 
 OPS = {
-    "counting": (aggregate.counting, lambda xs: len(xs)),
+    "counting": (aggregate.counting(), lambda xs: len(xs)),
     "summing": (aggregate.summing(lambda x: x * 2), lambda xs: sum(x * 2 for x in xs)),
     "averaging": (aggregate.averaging(), lambda xs: sum(xs) / len(xs)),
     "min_by": (aggregate.min_by(lambda x: -x), lambda xs: max(xs)),
     "max_by": (aggregate.max_by(), lambda xs: max(xs)),
-    "to_set": (aggregate.to_set, lambda xs: set(xs)),
+    "to_set": (aggregate.to_set(), lambda xs: set(xs)),
     "top_n": (aggregate.top_n(3), lambda xs: sorted(xs, reverse=True)[:3]),
-    "all_of": (aggregate.all_of(aggregate.counting, aggregate.summing()), lambda xs: (len(xs), sum(xs))),
+    "all_of": (aggregate.all_of(aggregate.counting(), aggregate.summing()), lambda xs: (len(xs), sum(xs))),
     "no_combine": (AggregateOperation(create=lambda: 0, accumulate=lambda a, x: a + x), lambda xs: sum(xs)),
-    "to_list": (aggregate.to_list, lambda xs: sorted(xs)),
+    "to_list": (aggregate.to_list(), lambda xs: sorted(xs)),
 }
 
 
@@ -89,7 +88,7 @@ def test_global_aggregate_and_empty_input(service):
     p.read_from(sources.items(range(1000))).aggregate(aggregate.summing()).write_to(sinks.collect())
     assert service.submit(p).join(timeout=30) == [sum(range(1000))]
     empty = Pipeline()
-    empty.read_from(sources.items([])).aggregate(aggregate.counting).write_to(sinks.collect())
+    empty.read_from(sources.items([])).aggregate(aggregate.counting()).write_to(sinks.collect())
     assert service.submit(empty).join(timeout=30) == [0]
 
 
@@ -192,7 +191,7 @@ def test_windows_over_a_test_stream(service, size, slide, keyed):
     p = Pipeline()
     stage = p.read_from(sources.test_stream(EVENTS, allowed_lag=MAX_DISORDER))
     grouped = stage.group_by(lambda k: k) if keyed else stage
-    grouped.window(sliding(size, slide) if size != slide else tumbling(size)).aggregate(aggregate.counting) \
+    grouped.window(sliding(size, slide) if size != slide else tumbling(size)).aggregate(aggregate.counting()) \
         .write_to(sinks.collect())
     assert set(service.submit(p).join(timeout=30)) == reference_windows(EVENTS, size, slide, keyed)
 
@@ -201,7 +200,7 @@ def test_session_windows(service):
     events = [(1, "a"), (3, "a"), (20, "a"), (2, "b"), (22, "a")]
     p = Pipeline()
     p.read_from(sources.test_stream(events, allowed_lag=18)).group_by(lambda k: k).window(session(5)) \
-        .aggregate(aggregate.counting).write_to(sinks.collect())
+        .aggregate(aggregate.counting()).write_to(sinks.collect())
     assert set(service.submit(p).join(timeout=30)) == {
         WindowResult(1, 8, "a", 2), WindowResult(20, 27, "a", 2), WindowResult(2, 7, "b", 1)
     }
@@ -221,7 +220,7 @@ def test_add_timestamps_then_window(service):
 def test_late_events_are_dropped_and_counted(service):
     events = [(100, "x"), (1000, "x"), (5, "late"), (2000, "x")]
     p = Pipeline()
-    p.read_from(sources.test_stream(events)).window(tumbling(100)).aggregate(aggregate.to_list) \
+    p.read_from(sources.test_stream(events)).window(tumbling(100)).aggregate(aggregate.to_list()) \
         .write_to(sinks.collect())
     job = service.submit(p)
     values = [v for r in job.join(timeout=30) for v in r.value]
@@ -233,7 +232,7 @@ def test_late_events_are_dropped_and_counted(service):
 def test_generator_window_and_latency_sink(service):
     p = Pipeline()
     p.read_from(sources.generator(2000, count=400)).map(lambda x: x) \
-        .window(tumbling(50)).aggregate(aggregate.counting).write_to(sinks.latency())
+        .window(tumbling(50)).aggregate(aggregate.counting()).write_to(sinks.latency())
     result = service.submit(p).join(timeout=30)
     assert result["count"] >= 1
     assert 0 <= result["p50_ms"] <= result["max_ms"]
@@ -265,7 +264,7 @@ def test_misuse_errors():
         stage.write_to(sinks.latency())
     streaming = p.read_from(sources.generator(10))
     with pytest.raises(PipelineError, match="unbounded"):
-        streaming.group_by(lambda x: x).aggregate(aggregate.counting)
+        streaming.group_by(lambda x: x).aggregate(aggregate.counting())
     with pytest.raises(PipelineError, match="combine"):
         streaming.window(sliding(100, 10)).aggregate(AggregateOperation(lambda: 0, lambda a, x: a + 1))
 

@@ -77,7 +77,7 @@ def test_random_pipelines_match_plain_python(items, chain, parallelism, ending, 
         if parallelism[i] is not None:
             stage.set_local_parallelism(parallelism[i])
     if ending == "count-by-mod":
-        stage = stage.group_by(lambda x: x % 7).aggregate(aggregate.counting)
+        stage = stage.group_by(lambda x: x % 7).aggregate(aggregate.counting())
     elif ending == "sum":
         stage = stage.aggregate(aggregate.summing())
     stage.write_to(sinks.collect())
@@ -160,7 +160,7 @@ def test_windows_over_out_of_order_streams(stream, window, keyed, threads):
     p = Pipeline()
     stage = p.read_from(sources.test_stream(events, allowed_lag=disorder))
     grouped = stage.group_by(lambda k: k) if keyed else stage
-    grouped.window(definition).aggregate(aggregate.counting).write_to(sinks.collect())
+    grouped.window(definition).aggregate(aggregate.counting()).write_to(sinks.collect())
     job = ExecutionService(cooperative_threads=threads).submit(p)
     assert set(job.join(timeout=60)) == expected
     dropped = sum(t.processor_metrics.get("late_events_dropped", 0) for t in job.metrics().tasklets)

@@ -250,7 +250,7 @@ def parity(x):
 
 def test_accumulate_by_key_counting():
     verify_processor(
-        accumulate_by_key(lambda x: x % 3, counting),
+        accumulate_by_key(lambda x: x % 3, counting()),
         input=range(10),
         expected=[(0, 4), (1, 3), (2, 3)],
     )
@@ -268,7 +268,7 @@ def test_accumulate_by_key_emits_unfinished_accumulators():
 def test_accumulate_by_key_many_keys():
     # 40 results through a capacity-1 outbox: complete() must resume 40 times.
     verify_processor(
-        accumulate_by_key(lambda x: x % 40, counting),
+        accumulate_by_key(lambda x: x % 40, counting()),
         input=range(200),
         expected=[(k, 5) for k in range(40)],
     )
@@ -276,7 +276,7 @@ def test_accumulate_by_key_many_keys():
 
 def test_accumulate_by_key_forwards_watermarks():
     verify_processor(
-        accumulate_by_key(parity, counting),
+        accumulate_by_key(parity, counting()),
         input=[1, 2, WM1, 3, WM2],
         expected=[WM1, WM2, (1, 2), (0, 1)],
     )
@@ -284,7 +284,7 @@ def test_accumulate_by_key_forwards_watermarks():
 
 def test_combine_by_key_counting():
     verify_processor(
-        combine_by_key(counting),
+        combine_by_key(counting()),
         inputs=[[("a", 2), ("b", 1)], [("a", 3), ("c", 7)]],
         expected=[("a", 5), ("b", 1), ("c", 7)],
         any_order=True,
@@ -322,7 +322,7 @@ def test_two_stage_equals_single_stage():
 
 def test_aggregate_by_key_counting():
     verify_processor(
-        aggregate_by_key(str.lower, counting),
+        aggregate_by_key(str.lower, counting()),
         input=list("aAbBBc"),
         expected=[("a", 2), ("b", 3), ("c", 1)],
     )
@@ -339,7 +339,7 @@ def test_aggregate_by_key_custom_operation_with_finish():
 def test_aggregate_by_key_to_two_ordinals():
     expected = [(k, 10) for k in range(5)]
     verify_processor(
-        aggregate_by_key(lambda x: x % 5, counting),
+        aggregate_by_key(lambda x: x % 5, counting()),
         input=range(50),
         output_ordinals=2,
         expected=[expected, expected],
@@ -347,7 +347,7 @@ def test_aggregate_by_key_to_two_ordinals():
 
 
 def test_aggregate_by_key_without_input():
-    verify_processor(aggregate_by_key(parity, counting), input=[], expected=[])
+    verify_processor(aggregate_by_key(parity, counting()), input=[], expected=[])
 
 
 # -- sinks -----------------------------------------------------------------------------------

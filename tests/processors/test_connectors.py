@@ -13,19 +13,14 @@ from jetbench import JetbenchError
 from jetbench.core.inbox import Inbox
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
-from jetbench.processors.connectors import (
-    CallbackSink,
-    FilesSink,
-    FilesSource,
-    GeneratorP,
-    GeneratorSource,
-    LatencySink,
-    LatencySinkP,
-    PandasSink,
-    TestStreamSource,
-    ToDictSink,
-    summarize_latency,
-)
+from jetbench.processors.callback_sink import CallbackSink
+from jetbench.processors.files_sink import FilesSink
+from jetbench.processors.files_source import FilesSource
+from jetbench.processors.generator_source import GeneratorP, GeneratorSource
+from jetbench.processors.latency_sink import LatencySink, LatencySinkP, summarize_latency
+from jetbench.processors.pandas_sink import PandasSink
+from jetbench.processors.test_stream_source import TestStreamSource
+from jetbench.processors.to_dict_sink import ToDictSink
 from jetbench.testing import verify_processor
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from jetbench import DAG, Edge, JetbenchError, Watermark
 from jetbench.processors import collect_sink, items_source
-from jetbench.processors.join import co_group, hash_join
+from jetbench.processors.co_group import co_group
+from jetbench.processors.hash_join import hash_join
 from jetbench.testing import verify_processor
 
 first = operator.itemgetter(0)

@@ -14,7 +14,8 @@ from jetbench.core.inbox import Inbox
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
 from jetbench.processors import collect_sink, items_source
-from jetbench.processors.service import AsyncMapP, map_using_service, map_using_service_async
+from jetbench.processors.map_using_service import map_using_service
+from jetbench.processors.map_using_service_async import AsyncMapP, map_using_service_async
 from jetbench.testing import verify_processor
 
 # In verify_processor the test thread and the loop thread hand the GIL back and forth on every

@@ -22,19 +22,19 @@ from jetbench.processors import (
     map_processor,
     supplier,
 )
-from jetbench.processors.aggregate import AccumulateByKeyP, CombineByKeyP, summing
-from jetbench.processors.connectors import (
-    CallbackSink,
-    FilesSink,
-    GeneratorSource,
-    LatencySink,
-    PandasSink,
-    ToDictSink,
-    ToDictSinkP,
-)
-from jetbench.processors.join import co_group, hash_join
-from jetbench.processors.service import map_using_service, map_using_service_async
-from jetbench.processors.watermarks import insert_watermarks
+from jetbench.processors.aggregate_operation import summing
+from jetbench.processors.aggregation import AccumulateByKeyP, CombineByKeyP
+from jetbench.processors.callback_sink import CallbackSink
+from jetbench.processors.co_group import co_group
+from jetbench.processors.files_sink import FilesSink
+from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.hash_join import hash_join
+from jetbench.processors.insert_watermarks import insert_watermarks
+from jetbench.processors.latency_sink import LatencySink
+from jetbench.processors.map_using_service import map_using_service
+from jetbench.processors.map_using_service_async import map_using_service_async
+from jetbench.processors.pandas_sink import PandasSink
+from jetbench.processors.to_dict_sink import ToDictSink, ToDictSinkP
 
 
 def _key(x):
@@ -42,9 +42,9 @@ def _key(x):
 
 
 def test_params_by_name_with_defaults_call_and_attributes():
-    s = ProcessorSupplier(AccumulateByKeyP, _key, counting, finish=True, label="agg")
-    assert s.params == {"key_fn": _key, "op": counting, "finish": True, "values_only": False, "emit_empty": False}
-    assert s.key_fn is _key and s.op is counting and repr(s) == "agg"
+    s = ProcessorSupplier(AccumulateByKeyP, _key, counting(), finish=True, label="agg")
+    assert s.params == {"key_fn": _key, "op": counting(), "finish": True, "values_only": False, "emit_empty": False}
+    assert s.key_fn is _key and s.op is counting() and repr(s) == "agg"
     a, b = s(), s()
     assert isinstance(a, AccumulateByKeyP) and a is not b and a.key_fn is _key
     # the params are what the call uses
@@ -65,7 +65,7 @@ def test_bad_arguments_fail_when_the_supplier_is_made():
 
 def test_merge_results_and_a_job_with_generic_suppliers():
     def make(*items, scale=1):
-        from jetbench.processors.sources import ItemsSourceP
+        from jetbench.processors.items_source import ItemsSourceP
 
         return ItemsSourceP([x * scale for x in items])
 
@@ -102,11 +102,11 @@ def test_built_in_suppliers_expose_their_parameters():
     assert FilesSink("out").directory == "out" and CallbackSink(print).fn is print and LatencySink(5).limit == 5
     assert ToDictSink().merge_results([{"a": 1}, {"b": 2}]) == {"a": 1, "b": 2}
     assert collect_sink().merge_results([[1], [2]]) == [1, 2] and hasattr(PandasSink, "merge_results")
-    assert counting.recipe == ("counting", ()) and op.recipe == ("summing", (len,))
+    assert counting().recipe == ("counting", ()) and op.recipe == ("summing", (len,))
 
 
 def test_suppliers_pickle_with_their_parameters():
-    for s in (aggregate_by_key(_key, counting), hash_join(_key, _key), ToDictSink(), GeneratorSource(10.0, count=3),
+    for s in (aggregate_by_key(_key, counting()), hash_join(_key, _key), ToDictSink(), GeneratorSource(10.0, count=3),
               insert_watermarks(None)):
         copy = pickle.loads(pickle.dumps(s))
         assert type(copy) is type(s) and repr(copy) == repr(s)

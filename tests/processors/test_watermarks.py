@@ -19,11 +19,11 @@ from jetbench.core.inbox import Inbox
 from jetbench.core.items import IDLE_MESSAGE, Watermark
 from jetbench.core.outbox import Outbox
 from jetbench.processors import collect_sink, items_source
-from jetbench.processors import watermarks as wm_module
-from jetbench.processors.aggregate import summing
-from jetbench.processors.watermarks import InsertWatermarksP, insert_watermarks
-from jetbench.processors.windowing import WindowResult, sliding, tumbling
-from jetbench.processors.windows import window_aggregate
+from jetbench.processors import insert_watermarks as wm_module
+from jetbench.processors.aggregate_operation import summing
+from jetbench.processors.insert_watermarks import InsertWatermarksP, insert_watermarks
+from jetbench.processors.window_aggregate import window_aggregate
+from jetbench.processors.window_definition import WindowResult, sliding, tumbling
 from jetbench.testing import verify_processor
 
 

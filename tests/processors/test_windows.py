@@ -21,21 +21,21 @@ from window_helpers import (
 
 from jetbench.core.errors import JetbenchError
 from jetbench.core.items import Watermark
-from jetbench.processors.aggregate import AggregateOperation, counting, summing, to_list
-from jetbench.processors.windowing import (
+from jetbench.processors.aggregate_operation import AggregateOperation, counting, summing, to_list
+from jetbench.processors.window_aggregate import SessionWindowP, SlidingWindowP, window_aggregate
+from jetbench.processors.window_definition import (
     WindowDefinition,
     WindowResult,
     session,
     sliding,
     tumbling,
 )
-from jetbench.processors.windows import SessionWindowP, SlidingWindowP, window_aggregate
 from jetbench.testing import verify_processor
 
 key0 = itemgetter(0)
 value_sum = summing(itemgetter(1))  # has combine and deduct
 value_sum_no_deduct = dataclasses.replace(value_sum, deduct=None)
-sorted_values = dataclasses.replace(to_list, finish=lambda acc: tuple(sorted(v for _, v in acc)))
+sorted_values = dataclasses.replace(to_list(), finish=lambda acc: tuple(sorted(v for _, v in acc)))
 
 
 def _counter_acc(c: Counter, item) -> Counter:
@@ -61,7 +61,7 @@ counter_op = AggregateOperation(
 OPS = {
     "sum": value_sum,
     "sum_no_deduct": value_sum_no_deduct,
-    "count": counting,
+    "count": counting(),
     "counter": counter_op,
     "sorted_list": sorted_values,
 }
@@ -109,7 +109,7 @@ def test_sliding_partially_late_event_goes_to_open_windows_only(op):
 
 
 def test_fully_late_events_are_dropped_and_counted():
-    p = SlidingWindowP(None, counting, sliding(20, 10))
+    p = SlidingWindowP(None, counting(), sliding(20, 10))
     out = drive(p, [(25, "x"), W(30), (9, "late"), (20, "ok: [10, 30) is out, [20, 40) is not")])
     assert out == [R(10, 30, None, 1), W(30), R(20, 40, None, 2)]
     assert p.late_events_dropped == 1
@@ -142,17 +142,17 @@ def test_mutable_running_accumulator_is_not_shared_with_emitted_results():
 
 
 def test_float_timestamps():
-    p = SlidingWindowP(None, counting, tumbling(10))
+    p = SlidingWindowP(None, counting(), tumbling(10))
     out = drive(p, [(0.5, "a"), (9.99, "b"), (10.0, "c"), (-0.5, "d"), W(10)])
     assert out == [R(-10, 0, None, 1), R(0, 10, None, 2), W(10), R(10, 20, None, 1)]
     assert all(type(e) is int and type(wr.start) is int for e, wr in out[:2] + out[3:])
 
 
 @pytest.mark.parametrize(
-    "op", [value_sum, value_sum_no_deduct, counting], ids=["deduct", "recombine", "tumbling"]
+    "op", [value_sum, value_sum_no_deduct, counting()], ids=["deduct", "recombine", "tumbling"]
 )
 def test_huge_watermark_jumps_skip_empty_windows(op):
-    wd = tumbling(1) if op is counting else sliding(5, 1)
+    wd = tumbling(1) if op is counting() else sliding(5, 1)
     steps = [
         (0, ("k", 1)),
         (10**12, ("k", 1)),
@@ -168,7 +168,7 @@ def test_huge_watermark_jumps_skip_empty_windows(op):
 
 
 def test_watermark_is_forwarded_only_after_all_results():
-    p = SlidingWindowP(key0, counting, tumbling(10))
+    p = SlidingWindowP(key0, counting(), tumbling(10))
     steps = [(i % 10, (k, 0)) for i in range(10) for k in range(7)] + [W(10), (15, (1, 0)), W(20)]
     out = drive(p, steps, capacity=3)
     assert out.index(W(10)) == 7
@@ -197,23 +197,23 @@ def test_session_without_combine_is_rejected():
 
 def test_bad_window_definitions():
     with pytest.raises(JetbenchError, match="unknown window definition"):
-        window_aggregate(None, counting, WindowDefinition("hopping", 10, 5))
+        window_aggregate(None, counting(), WindowDefinition("hopping", 10, 5))
     with pytest.raises(JetbenchError):
-        SlidingWindowP(None, counting, session(5))
+        SlidingWindowP(None, counting(), session(5))
     with pytest.raises(JetbenchError):
-        SessionWindowP(None, counting, 0)
+        SessionWindowP(None, counting(), 0)
     with pytest.raises(JetbenchError, match="key_fn"):
-        window_aggregate("not callable", counting, tumbling(5))
+        window_aggregate("not callable", counting(), tumbling(5))
 
 
 def test_window_aggregate_supplier():
-    s = window_aggregate(key0, counting, sliding(20, 10))
+    s = window_aggregate(key0, counting(), sliding(20, 10))
     assert repr(s) == "window_aggregate(sliding(20, 10), keyed)"
-    assert repr(window_aggregate(None, counting, tumbling(5))) == "window_aggregate(tumbling(5))"
-    assert repr(window_aggregate(None, counting, session(7))) == "window_aggregate(session(7))"
+    assert repr(window_aggregate(None, counting(), tumbling(5))) == "window_aggregate(tumbling(5))"
+    assert repr(window_aggregate(None, counting(), session(7))) == "window_aggregate(session(7))"
     p1, p2 = s(), s()
     assert isinstance(p1, SlidingWindowP) and p1 is not p2
-    assert isinstance(window_aggregate(None, counting, session(7))(), SessionWindowP)
+    assert isinstance(window_aggregate(None, counting(), session(7))(), SessionWindowP)
 
 
 def test_session_example():
@@ -239,7 +239,7 @@ def test_session_out_of_order_event_bridges_sessions():
 
 
 def test_session_touching_events_merge():
-    out = drive(SessionWindowP(None, counting, 10), [(0, "a"), (10, "b"), (25, "c")])
+    out = drive(SessionWindowP(None, counting(), 10), [(0, "a"), (10, "b"), (25, "c")])
     assert out == [R(0, 20, None, 2), R(25, 35, None, 1)]
 
 
@@ -252,7 +252,7 @@ _EVENTS = [
 
 _CASES = {
     "tumbling": (key0, value_sum, tumbling(10)),
-    "tumbling-unkeyed": (None, counting, tumbling(7)),
+    "tumbling-unkeyed": (None, counting(), tumbling(7)),
     "sliding-deduct": (key0, value_sum, sliding(20, 5)),
     "sliding-recombine": (key0, value_sum_no_deduct, sliding(20, 5)),
     "sliding-counter": (None, counter_op, sliding(15, 5)),
@@ -352,8 +352,8 @@ def test_whole_batch_folding_equals_item_by_item(gaps, size, lag, drive_args):
         steps.append((ts - (i % 3) * lag // 2, (0, i)))  # mostly ordered, some stragglers
         if i % 17 == 16:
             steps.append(Watermark(ts - lag))
-    one_by_one = dataclasses.replace(counting, accumulate_all=None)
-    fast, slow = SlidingWindowP(None, counting, tumbling(size)), SlidingWindowP(None, one_by_one, tumbling(size))
+    one_by_one = dataclasses.replace(counting(), accumulate_all=None)
+    fast, slow = SlidingWindowP(None, counting(), tumbling(size)), SlidingWindowP(None, one_by_one, tumbling(size))
     assert fast._fold_batches and not slow._fold_batches
     assert drive(fast, steps, *drive_args) == drive(slow, steps, *drive_args)
     assert fast.late_events_dropped == slow.late_events_dropped

@@ -23,8 +23,8 @@ from jetbench.core.inbox import Inbox
 from jetbench.core.items import Watermark
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import Processor, ProcessorContext
-from jetbench.processors.aggregate import AggregateOperation
-from jetbench.processors.windowing import WindowResult
+from jetbench.processors.aggregate_operation import AggregateOperation
+from jetbench.processors.window_definition import WindowResult
 
 CONTEXT = ProcessorContext("test", 0, 0, 1, 1)
 _MISSING = object()

@@ -32,7 +32,7 @@ def spark(spark_cache):
     spark = session("local[2]", driver_memory="1g")
     # Warm-up: start the Python workers and run each kind of Spark work once.
     p = Pipeline()
-    p.read_from(sources.items(range(100))).group_by(lambda x: x % 7).aggregate(aggregate.counting) \
+    p.read_from(sources.items(range(100))).group_by(lambda x: x % 7).aggregate(aggregate.counting()) \
         .write_to(sinks.collect())
     SparkRunner(spark).run(p)
     spark.range(10).mapInArrow(lambda batches: batches, "id long").collect()

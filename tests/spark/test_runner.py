@@ -25,12 +25,11 @@ from jetbench import (
     sources,
 )
 from jetbench.aggregate import AggregateOperation
-from jetbench.examples import tokenize, wordcount_dag
-from jetbench.pipeline.examples import wordcount_pipeline
 from jetbench.processors import aggregate_by_key, collect_sink, items_source, map_processor
-from jetbench.processors.aggregate import counting
+from jetbench.processors.aggregate_operation import counting
 from jetbench.spark import SparkRunner, stable_hash
 from jetbench.window import session, sliding, tumbling
+from jetbench.wordcount import tokenize, wordcount_dag, wordcount_pipeline
 
 from .conftest import ship_by_value
 
@@ -73,14 +72,14 @@ def wordcount_dag_parallel():
 
 
 OPS = {
-    "counting": aggregate.counting,
+    "counting": aggregate.counting(),
     "summing": aggregate.summing(lambda x: x * 2),
     "averaging": aggregate.averaging(),
     "min_by": aggregate.min_by(lambda x: -x),
     "max_by": aggregate.max_by(),
-    "to_set": aggregate.to_set,
+    "to_set": aggregate.to_set(),
     "top_n": aggregate.top_n(3),
-    "all_of": aggregate.all_of(aggregate.counting, aggregate.summing()),
+    "all_of": aggregate.all_of(aggregate.counting(), aggregate.summing()),
     "no_combine": AggregateOperation(create=lambda: 0, accumulate=lambda a, x: a + x),
 }
 ITEMS = [(i * 7919) % 1000 for i in range(3000)]
@@ -97,7 +96,7 @@ def group_by(op_name):
 
 def group_by_to_list():
     p = Pipeline()
-    p.read_from(sources.items(ITEMS)).group_by(lambda x: x % 13).aggregate(aggregate.to_list).write_to(sinks.collect())
+    p.read_from(sources.items(ITEMS)).group_by(lambda x: x % 13).aggregate(aggregate.to_list()).write_to(sinks.collect())
     return p
 
 
@@ -122,7 +121,7 @@ def global_aggregate_no_combine():
 
 def empty_input():
     p = Pipeline()
-    p.read_from(sources.items([])).aggregate(aggregate.counting).write_to(sinks.collect())
+    p.read_from(sources.items([])).aggregate(aggregate.counting()).write_to(sinks.collect())
     return p
 
 
@@ -183,7 +182,7 @@ def merge_branches_of_different_stages():
     uncut edge too, so the stages stay acyclic."""
     p = Pipeline()
     src = p.read_from(sources.items(range(30)))
-    counts = src.group_by(lambda x: x % 3).aggregate(aggregate.counting)
+    counts = src.group_by(lambda x: x % 3).aggregate(aggregate.counting())
     src.map(lambda x: ("item", x)).merge(counts).write_to(sinks.collect())
     return p
 
@@ -194,7 +193,7 @@ def windows(size, slide, keyed):
         stage = p.read_from(sources.test_stream(EVENTS, allowed_lag=MAX_DISORDER))
         grouped = stage.group_by(lambda k: k) if keyed else stage
         window = sliding(size, slide) if size != slide else tumbling(size)
-        grouped.window(window).aggregate(aggregate.counting).write_to(sinks.collect())
+        grouped.window(window).aggregate(aggregate.counting()).write_to(sinks.collect())
         return p
 
     return build
@@ -216,7 +215,7 @@ def session_windows():
     events = [(1, "a"), (3, "a"), (20, "a"), (2, "b"), (22, "a")]
     p = Pipeline()
     p.read_from(sources.test_stream(events, allowed_lag=18)).group_by(lambda k: k).window(session(5)) \
-        .aggregate(aggregate.counting).write_to(sinks.collect())
+        .aggregate(aggregate.counting()).write_to(sinks.collect())
     return p
 
 
@@ -230,7 +229,7 @@ def add_timestamps_then_window():
 def generator_with_count():
     p = Pipeline()
     p.read_from(sources.generator(100_000, count=300, timestamped=False)).map(lambda x: x % 7) \
-        .group_by(lambda x: x).aggregate(aggregate.counting).write_to(sinks.collect())
+        .group_by(lambda x: x).aggregate(aggregate.counting()).write_to(sinks.collect())
     return p
 
 
@@ -248,7 +247,7 @@ def map_using_service():
 def dag_single_stage_aggregate():
     dag = DAG()
     src = dag.new_vertex("src", items_source(ITEMS))
-    agg = dag.new_vertex("count", aggregate_by_key(lambda x: x % 10, counting), local_parallelism=2)
+    agg = dag.new_vertex("count", aggregate_by_key(lambda x: x % 10, counting()), local_parallelism=2)
     out = dag.new_vertex("out", collect_sink(), local_parallelism=1)
     dag.edge(Edge.between(src, agg).partitioned(lambda x: x % 10)).edge(Edge.between(agg, out))
     return dag
@@ -351,7 +350,7 @@ def test_unbounded_pipeline_source_raises_runner_error(runner):
 
 
 def test_unbounded_dag_source_raises_runner_error(runner):
-    from jetbench.processors.connectors import GeneratorSource
+    from jetbench.processors.generator_source import GeneratorSource
 
     dag = DAG()
     src = dag.new_vertex("ticks", GeneratorSource(1000))
@@ -438,7 +437,7 @@ def test_batch_mode_keeps_events_the_local_executor_drops_as_late(runner):
     """Watermarks do not cross Spark shuffles: in batch mode every event counts."""
     events = [(100, "x"), (1000, "x"), (5, "late"), (2000, "x")]
     p = Pipeline()
-    p.read_from(sources.test_stream(events)).window(tumbling(100)).aggregate(aggregate.to_list) \
+    p.read_from(sources.test_stream(events)).window(tumbling(100)).aggregate(aggregate.to_list()) \
         .write_to(sinks.collect())
     local = [v for r in jetbench.run(p, timeout=30) for v in r.value]
     spark = [v for r in runner.run(p) for v in r.value]

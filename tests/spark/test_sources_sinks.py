@@ -223,7 +223,7 @@ def test_table_sink_round_trip(spark, runner_name):
     name = f"words_{runner_name}"
     p = Pipeline()
     p.read_from(sources.items(["a b", "b c c"])).flat_map(str.split).group_by(lambda w: w) \
-        .aggregate(aggregate.counting).write_to(spark_sinks.table(name))
+        .aggregate(aggregate.counting()).write_to(spark_sinks.table(name))
     df = jetbench.run(p, runner=runner_name)
     assert sorted(tuple(r) for r in df.collect()) == [("a", 1), ("b", 2), ("c", 2)]
     assert sorted(tuple(r) for r in spark.table(name).collect()) == [("a", 1), ("b", 2), ("c", 2)]
@@ -232,7 +232,7 @@ def test_table_sink_round_trip(spark, runner_name):
 def test_window_results_to_a_dataframe(runner):
     p = Pipeline()
     p.read_from(sources.test_stream([(1, "a"), (2, "b"), (12, "a")])).group_by(lambda k: k) \
-        .window(tumbling(10)).aggregate(aggregate.counting).write_to(spark_sinks.dataframe())
+        .window(tumbling(10)).aggregate(aggregate.counting()).write_to(spark_sinks.dataframe())
     for df in (jetbench.run(p), runner.run(p)):
         assert df.columns == ["start", "end", "key", "value"]
         assert sorted(tuple(r) for r in df.collect()) == [(0, 10, "a", 1), (0, 10, "b", 1), (10, 20, "a", 1)]

@@ -826,24 +826,25 @@ class BuilderModel:
 
     def _read_supplier(self, supplier: Any) -> tuple[str, dict[str, Any]] | None:
         from ...core.processor import Processor
-        from ...processors.aggregate import AggregateSupplier
-        from ...processors.connectors import (
-            CallbackSink,
-            FilesSink,
-            FilesSource,
-            GeneratorSource,
-            LatencySink,
-            PandasSink,
-            TestStreamSource,
-            ToDictSink,
-        )
-        from ...processors.join import CoGroup, HashJoin
-        from ...processors.service import MapUsingService, MapUsingServiceAsync
-        from ...processors.sinks import CollectSink, NoopSinkP
-        from ...processors.sources import ItemsSource
-        from ...processors.transforms import TransformSupplier
-        from ...processors.watermarks import InsertWatermarks
-        from ...processors.windows import WindowAggregate
+        from ...processors.aggregation import AggregateSupplier
+        from ...processors.callback_sink import CallbackSink
+        from ...processors.co_group import CoGroup
+        from ...processors.collect_sink import CollectSink
+        from ...processors.files_sink import FilesSink
+        from ...processors.files_source import FilesSource
+        from ...processors.generator_source import GeneratorSource
+        from ...processors.hash_join import HashJoin
+        from ...processors.insert_watermarks import InsertWatermarks
+        from ...processors.items_source import ItemsSource
+        from ...processors.latency_sink import LatencySink
+        from ...processors.map_using_service import MapUsingService
+        from ...processors.map_using_service_async import MapUsingServiceAsync
+        from ...processors.noop_sink import NoopSinkP
+        from ...processors.pandas_sink import PandasSink
+        from ...processors.test_stream_source import TestStreamSource
+        from ...processors.to_dict_sink import ToDictSink
+        from ...processors.transform import TransformSupplier
+        from ...processors.window_aggregate import WindowAggregate
 
         ns = self.namespace
 

@@ -308,17 +308,15 @@ def _op(name: str, value_fn: Callable[[Any], Any] | None) -> Any:
     if name not in OPS:
         raise BuilderError(f"unknown aggregate operation {name!r}; one of {sorted(OPS)}")
     op = getattr(aggregate, name)
-    return op(value_fn) if OPS[name] and value_fn is not None else (op() if OPS[name] else op)
+    return op(value_fn) if OPS[name] and value_fn is not None else op()
 
 
 def _op_code(name: str, value: str | None) -> str:
-    if OPS.get(name):
-        return f"aggregate.{name}({value or ''})"
-    return f"aggregate.{name}"
+    return f"aggregate.{name}({(value or '') if OPS.get(name) else ''})"
 
 
 def _window_def(p: dict[str, Any]) -> Any:
-    from ...processors.windowing import session, sliding, tumbling
+    from ...processors.window_definition import session, sliding, tumbling
 
     kind = p.get("window")
     if kind == "tumbling":
@@ -344,7 +342,6 @@ def _none(value: Any) -> Any:
 
 
 _P = "from jetbench.processors import "
-_C = "from jetbench.processors.connectors import "
 _AGG = "from jetbench import aggregate"
 _WIN = "from jetbench import window"
 _SPARK = "from jetbench.spark.sources import "
@@ -465,7 +462,7 @@ def _co_group_edge(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
 
 
 def _transform(p: dict[str, Any], f: dict[str, Any]) -> Any:
-    from ...processors.transforms import Transform
+    from ...processors.transform import Transform
 
     steps = parse_steps(p["steps"] or "")
     return Transform(tuple((kind, fn) for (kind, _), fn in zip(steps, f["steps"], strict=True)), p["timestamped"],
@@ -493,21 +490,20 @@ def _builtin_kinds() -> list[Kind]:
         noop_sink,
         transform_processor,
     )
-    from ...processors.connectors import (
-        LATENCY_SAMPLE_LIMIT,
-        CallbackSink,
-        FilesSink,
-        FilesSource,
-        GeneratorSource,
-        LatencySink,
-        PandasSink,
-        TestStreamSource,
-        ToDictSink,
-    )
-    from ...processors.join import co_group, hash_join
-    from ...processors.service import map_using_service, map_using_service_async
-    from ...processors.watermarks import insert_watermarks
-    from ...processors.windows import window_aggregate
+    from ...processors.callback_sink import CallbackSink
+    from ...processors.co_group import co_group
+    from ...processors.files_sink import FilesSink
+    from ...processors.files_source import FilesSource
+    from ...processors.generator_source import GeneratorSource
+    from ...processors.hash_join import hash_join
+    from ...processors.insert_watermarks import insert_watermarks
+    from ...processors.latency_sink import LATENCY_SAMPLE_LIMIT, LatencySink
+    from ...processors.map_using_service import map_using_service
+    from ...processors.map_using_service_async import map_using_service_async
+    from ...processors.pandas_sink import PandasSink
+    from ...processors.test_stream_source import TestStreamSource
+    from ...processors.to_dict_sink import ToDictSink
+    from ...processors.window_aggregate import window_aggregate
 
     kinds = [
         Kind("items", "items", "source", False, True,
@@ -522,19 +518,19 @@ def _builtin_kinds() -> list[Kind]:
               Param("item_fn", "code", "", args=("s",), optional=True, help="item for sequence number s (empty: s)")),
              lambda p, f, ns: GeneratorSource(p["rate_per_s"], f.get("item_fn"), p["timestamped"], _none(p["count"])),
              lambda p, f: (f"GeneratorSource({p['rate_per_s']!r}, {f.get('item_fn')}, {p['timestamped']!r}, "
-                           f"{_none(p['count'])!r})", {_C + "GeneratorSource"}),
+                           f"{_none(p['count'])!r})", {"from jetbench.processors.generator_source import GeneratorSource"}),
              "items at a rate on the wall clock"),
         Kind("files", "files", "source", False, True,
              (Param("pattern", "str", "data/*.txt", help="glob of the files to read (lines)"),
               Param("encoding", "str", "utf-8")),
              lambda p, f, ns: FilesSource(p["pattern"], p["encoding"]),
-             lambda p, f: (f"FilesSource({p['pattern']!r}, {p['encoding']!r})", {_C + "FilesSource"}),
+             lambda p, f: (f"FilesSource({p['pattern']!r}, {p['encoding']!r})", {"from jetbench.processors.files_source import FilesSource"}),
              "the lines of files matching a glob"),
         Kind("test_stream", "test stream", "source", False, True,
              (Param("events", "expr", "[(0, 'a'), (400, 'b'), (1200, 'c')]",
                     help="(timestamp ms, item) pairs, emitted in this order (evaluated at run)"),),
              lambda p, f, ns: TestStreamSource(eval_expr(p["events"], ns, "events")),
-             lambda p, f: (f"TestStreamSource({p['events'].strip()})", {_C + "TestStreamSource"}),
+             lambda p, f: (f"TestStreamSource({p['events'].strip()})", {"from jetbench.processors.test_stream_source import TestStreamSource"}),
              "scripted (ts, item) events from one instance; follow with insert watermarks"),
         Kind("map", "map", "transform", True, True,
              (Param("fn", "code", "x", help="the new item: an expression in x, or a function body"),),
@@ -562,7 +558,7 @@ def _builtin_kinds() -> list[Kind]:
               TIMESTAMPED),
              lambda p, f, ns: map_using_service(f["service"], f["fn"], p["timestamped"]),
              lambda p, f: (f"map_using_service({f['service']}, {f['fn']}, {p['timestamped']!r})",
-                           {"from jetbench.processors.service import map_using_service"}),
+                           {"from jetbench.processors.map_using_service import map_using_service"}),
              "fn(service, x) on a thread of its own (blocking calls allowed)"),
         Kind("map_using_service_async", "map using async service", "transform", True, True,
              (SERVICE,
@@ -575,7 +571,7 @@ def _builtin_kinds() -> list[Kind]:
                                                       p["timestamped"]),
              lambda p, f: (f"map_using_service_async({f['service']}, {f['fn']}, {p['max_concurrent']!r}, "
                            f"{p['preserve_order']!r}, {p['timestamped']!r})",
-                           {"from jetbench.processors.service import map_using_service_async"}),
+                           {"from jetbench.processors.map_using_service_async import map_using_service_async"}),
              "await fn(service, x), several calls in flight, on an asyncio loop"),
         _aggregate_kind("aggregate_by_key", "aggregate by key", True, "emits (key, result) when the input completes"),
         _aggregate_kind("accumulate_by_key", "accumulate by key", True, "stage 1 of two: emits (key, accumulator)"),
@@ -595,7 +591,7 @@ def _builtin_kinds() -> list[Kind]:
               Param("timestamped", "bool", False, help="probe items are (ts, item) pairs")),
              lambda p, f, ns: hash_join(f["left_key"], f["right_key"], p["how"], p["timestamped"]),
              lambda p, f: (f"hash_join({f['left_key']}, {f['right_key']}, {p['how']!r}, {p['timestamped']!r})",
-                           {"from jetbench.processors.join import hash_join"}),
+                           {"from jetbench.processors.hash_join import hash_join"}),
              "emits (probe item, build item) per key match; the build side is loaded first",
              in_ports=("probe", "build"), edge_defaults=_join_edge, check=_check_hash_join),
         Kind("co_group", "co-group", "join", True, True,
@@ -603,7 +599,7 @@ def _builtin_kinds() -> list[Kind]:
               Param("right_key", "code", "x", help="key of an item of input 1")),
              lambda p, f, ns: co_group(f["left_key"], f["right_key"]),
              lambda p, f: (f"co_group({f['left_key']}, {f['right_key']})",
-                           {"from jetbench.processors.join import co_group"}),
+                           {"from jetbench.processors.co_group import co_group"}),
              "emits (key, [left items], [right items]) when both inputs complete",
              in_ports=("left", "right"), edge_defaults=_co_group_edge, check=_check_co_group),
         Kind("insert_watermarks", "insert watermarks", "window", True, True,
@@ -616,7 +612,7 @@ def _builtin_kinds() -> list[Kind]:
                                                 _none(p.get("idle_timeout_ms"))),
              lambda p, f: (f"insert_watermarks({f.get('ts')}, {p['allowed_lag']!r}, {p['throttle_frame']!r}"
                            + ("" if p.get("idle_timeout_ms") == 60_000 else f", {_none(p.get('idle_timeout_ms'))!r}")
-                           + ")", {"from jetbench.processors.watermarks import insert_watermarks"}),
+                           + ")", {"from jetbench.processors.insert_watermarks import insert_watermarks"}),
              "timestamps items and emits watermarks"),
         Kind("window", "window aggregate", "window", True, True,
              (Param("window", "choice", "tumbling", choices=("tumbling", "sliding", "session")),
@@ -626,29 +622,29 @@ def _builtin_kinds() -> list[Kind]:
               Param("key", "code", "", optional=True, help="grouping key (empty: one global window)"), OP, VALUE),
              lambda p, f, ns: window_aggregate(f.get("key"), _op(p["op"], _value(p, f)), _window_def(p)),
              lambda p, f: (f"window_aggregate({f.get('key')}, {_op_code(p['op'], _value(p, f))}, {_window_code(p)})",
-                           {"from jetbench.processors.windows import window_aggregate", _AGG, _WIN}),
+                           {"from jetbench.processors.window_aggregate import window_aggregate", _AGG, _WIN}),
              "aggregates (ts, item) pairs per window"),
         Kind("collect", "collect", "sink", True, False, (),
              lambda p, f, ns: collect_sink(), lambda p, f: ("collect_sink()", {_P + "collect_sink"}),
              "the job's result is the list of items"),
         Kind("to_dict", "to dict", "sink", True, False, (),
-             lambda p, f, ns: ToDictSink(), lambda p, f: ("ToDictSink()", {_C + "ToDictSink"}),
+             lambda p, f, ns: ToDictSink(), lambda p, f: ("ToDictSink()", {"from jetbench.processors.to_dict_sink import ToDictSink"}),
              "(key, value) items; the job's result is a dict"),
         Kind("callback", "callback", "sink", True, False,
              (Param("fn", "code", "print(x)", help="called with every item (its result is ignored)"),),
-             lambda p, f, ns: CallbackSink(f["fn"]), lambda p, f: (f"CallbackSink({f['fn']})", {_C + "CallbackSink"}),
+             lambda p, f, ns: CallbackSink(f["fn"]), lambda p, f: (f"CallbackSink({f['fn']})", {"from jetbench.processors.callback_sink import CallbackSink"}),
              "calls a function for every item"),
         Kind("files_sink", "write files", "sink", True, False,
              (Param("directory", "str", "out", help="instance k writes directory/part-0000k, a line per item"),
               Param("encoding", "str", "utf-8")),
              lambda p, f, ns: FilesSink(p["directory"], p["encoding"]),
-             lambda p, f: (f"FilesSink({p['directory']!r}, {p['encoding']!r})", {_C + "FilesSink"}),
+             lambda p, f: (f"FilesSink({p['directory']!r}, {p['encoding']!r})", {"from jetbench.processors.files_sink import FilesSink"}),
              "writes str(item) lines to files"),
         Kind("latency", "latency", "sink", True, False,
              (Param("limit", "int", LATENCY_SAMPLE_LIMIT, minimum=1, help="samples kept for the percentiles"),),
              lambda p, f, ns: LatencySink(p["limit"]),
              lambda p, f: ("LatencySink()" if p["limit"] == LATENCY_SAMPLE_LIMIT else f"LatencySink({p['limit']!r})",
-                           {_C + "LatencySink"}),
+                           {"from jetbench.processors.latency_sink import LatencySink"}),
              "(ts, item) items; the job's result is end-to-end latency percentiles"),
         Kind("noop", "discard", "sink", True, False, (),
              lambda p, f, ns: noop_sink(), lambda p, f: ("noop_sink()", {_P + "noop_sink"}), "discards items"),
@@ -664,7 +660,7 @@ def _builtin_kinds() -> list[Kind]:
     ]
     if pandas_available():
         kinds.insert(-3, Kind("pandas", "pandas DataFrame", "sink", True, False, (),
-                              lambda p, f, ns: PandasSink(), lambda p, f: ("PandasSink()", {_C + "PandasSink"}),
+                              lambda p, f, ns: PandasSink(), lambda p, f: ("PandasSink()", {"from jetbench.processors.pandas_sink import PandasSink"}),
                               "the job's result is a pandas DataFrame of the items"))
     if spark_available():
         kinds[4:4] = _spark_kinds()
@@ -760,10 +756,10 @@ def class_path(cls: type) -> str:
 class Palette:
     """The kinds on offer: the built-ins plus registered `Processor` subclasses.
 
-    >>> from jetbench.processors.sinks import NoopSinkP
+    >>> from jetbench.processors.noop_sink import NoopSinkP
     >>> p = Palette()
     >>> p.register(NoopSinkP).id, p.kind("processor:NoopSinkP").preset
-    ('processor:NoopSinkP', {'cls': 'jetbench.processors.sinks.NoopSinkP'})
+    ('processor:NoopSinkP', {'cls': 'jetbench.processors.noop_sink.NoopSinkP'})
     """
 
     def __init__(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._emit import EmittingProcessor
+from .emitter import EmittingProcessor
 from .supplier import ProcessorSupplier
 
 MAP, FILTER, FLAT_MAP = "map", "filter", "flat_map"

@@ -45,7 +45,7 @@ from typing import Any
 from ..core.errors import JetbenchError
 from ..core.items import IDLE_MESSAGE, Watermark
 from ..core.processor import Processor
-from ._emit import Emitter
+from .emitter import Emitter
 from .supplier import ProcessorSupplier
 
 _first = itemgetter(0)

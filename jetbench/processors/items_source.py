@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ._emit import EmittingProcessor
+from .emitter import EmittingProcessor
 from .supplier import ProcessorSupplier
 
 

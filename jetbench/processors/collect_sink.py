@@ -1,4 +1,4 @@
-"""Sink processors: they consume and emit nothing."""
+"""The collect sink: every item goes into the job's result, a list."""
 
 from __future__ import annotations
 
@@ -40,15 +40,3 @@ class CollectSink(ProcessorSupplier):
 def collect_sink() -> CollectSink:
     """A sink whose items become ``Job.result`` (a list)."""
     return CollectSink()
-
-
-class NoopSinkP(Processor):
-    """Discards every item."""
-
-    def process(self, ordinal: int, inbox) -> None:
-        inbox.clear()
-
-
-def noop_sink() -> type[NoopSinkP]:
-    """A sink that discards its input."""
-    return NoopSinkP

@@ -1,4 +1,5 @@
-"""Joins: a hash join against a broadcast build side, and a batch co-group of two keyed inputs."""
+"""The hash join: each probe item against a broadcast build side loaded first.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..core.errors import JetbenchError
-from ._emit import EmittingProcessor
+from .emitter import EmittingProcessor
 from .supplier import ProcessorSupplier
 
 JOIN_KINDS = ("inner", "left")
@@ -74,36 +75,6 @@ class HashJoinP(EmittingProcessor):
         return self._emitter.flush()
 
 
-class CoGroupP(EmittingProcessor):
-    """Batch co-group of ordinal 0 (left) and ordinal 1 (right), both partitioned by key.
-
-    When both inputs are exhausted it emits ``(key, [left items], [right items])`` for every key
-    seen on either side, in the order keys were first seen, each list in arrival order.
-    """
-
-    def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
-        self.key_fns = (left_key, right_key)
-        self.groups: dict[Hashable, tuple[list, list]] = {}
-        self._results = None
-
-    def process(self, ordinal: int, inbox) -> None:
-        groups, key = self.groups, self.key_fns[ordinal]
-        for item in inbox.take():
-            k = key(item)
-            group = groups.get(k)
-            if group is None:
-                group = groups[k] = ([], [])
-            group[ordinal].append(item)
-
-    def complete(self) -> bool:
-        if self._results is None:
-            self._results = ((k, lefts, rights) for k, (lefts, rights) in self.groups.items())
-        if self._emitter.emit_from(self._results):
-            self.groups = {}
-            return True
-        return False
-
-
 class HashJoin(ProcessorSupplier):
     """Supplier of `HashJoinP`; ``left_key``, ``right_key``, ``how`` and ``timestamped`` are its params."""
 
@@ -120,18 +91,6 @@ class HashJoin(ProcessorSupplier):
 
     def __repr__(self) -> str:
         return f"hash_join(how={self.how!r})"
-
-
-class CoGroup(ProcessorSupplier):
-    """Supplier of `CoGroupP`; ``left_key`` and ``right_key`` are its params."""
-
-    def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
-        _check_keys("co_group", left_key, right_key)
-        super().__init__(CoGroupP, left_key, right_key, label="co_group")
-
-    def __repr__(self) -> str:
-        return "co_group()"
-
 
 def _check_keys(what: str, left_key: Any, right_key: Any) -> None:
     for name, fn in (("left_key", left_key), ("right_key", right_key)):
@@ -153,7 +112,3 @@ def hash_join(
     """A vertex supplier joining probe items (ordinal 0) against a build side (ordinal 1)."""
     return HashJoin(left_key, right_key, how, timestamped)
 
-
-def co_group(left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]) -> CoGroup:
-    """A vertex supplier grouping two keyed inputs (ordinals 0 and 1) by key, at the end of input."""
-    return CoGroup(left_key, right_key)

@@ -1,21 +1,19 @@
-"""Keyed aggregation: an `AggregateOperation` and the processors that run it in one or two stages.
+"""Aggregate operations: how items fold into an accumulator, and the library of them that
+``jetbench.aggregate`` re-exports.
 
-Two-stage (Jet's accumulate -> partitioned edge -> combine) needs ``combine``; single-stage
-`aggregate_by_key` accumulates and finishes in one vertex.
+Every library operation is a *factory*, as in Jet's ``AggregateOperations``: call it to get the
+operation, ``counting()``, ``summing(fn)``, ``to_list()``. `require_operation` turns the bare
+factory (``counting`` without the call) into an error that says so.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import JetbenchError
-from ._emit import EmittingProcessor
-from .supplier import ProcessorSupplier
-
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -75,131 +73,19 @@ def _zero() -> int:
     return 0
 
 
-#: Counts items.
-counting = AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub,
-                              recipe=("counting", ()), accumulate_all=_count_all)
+_COUNTING = AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub,
+                               recipe=("counting", ()), accumulate_all=_count_all)
 
 
-class _KeyedEmitterP(EmittingProcessor):
-    """Holds key -> accumulator and emits ``(key, finish(acc))`` pairs from ``complete()``.
+def counting() -> AggregateOperation:
+    """The number of items.
 
-    ``values_only`` emits just the values (a global aggregate, all under one key), and
-    ``emit_empty`` then emits ``finish(create())`` when no item arrived at all.
+    >>> op = counting()
+    >>> op.accumulate(op.accumulate(op.create(), "a"), "b")
+    2
     """
+    return _COUNTING
 
-    def __init__(self, op: AggregateOperation, finish: bool, values_only: bool = False, emit_empty: bool = False):
-        self.op = op
-        self.groups: dict[Hashable, Any] = {}
-        self._finish = op.finish_fn if finish else None
-        self._values_only = values_only
-        self._emit_empty = emit_empty
-        self._results = None
-
-    def complete(self) -> bool:
-        if self._results is None:
-            if self._emit_empty and not self.groups:
-                self.groups[None] = self.op.create()
-            finish, pairs = self._finish, self.groups.items()
-            if self._values_only:
-                self._results = (a for _, a in pairs) if finish is None else (finish(a) for _, a in pairs)
-            else:
-                self._results = iter(pairs) if finish is None else ((k, finish(a)) for k, a in pairs)
-        if self._emitter.emit_from(self._results):
-            self.groups = {}
-            return True
-        return False
-
-
-class AccumulateByKeyP(_KeyedEmitterP):
-    """Stage 1 (or single stage with ``finish=True``): fold items into per-key accumulators."""
-
-    def __init__(self, key_fn: Callable[[Any], Hashable], op: AggregateOperation, finish: bool = False,
-                 values_only: bool = False, emit_empty: bool = False):
-        super().__init__(op, finish, values_only, emit_empty)
-        self.key_fn = key_fn
-
-    def process(self, ordinal: int, inbox) -> None:
-        groups = self.groups
-        key_fn = self.key_fn
-        create = self.op.create
-        accumulate = self.op.accumulate
-        get = groups.get
-        for item in inbox.take():
-            key = key_fn(item)
-            acc = get(key, _MISSING)
-            groups[key] = accumulate(create() if acc is _MISSING else acc, item)
-
-
-class CombineByKeyP(_KeyedEmitterP):
-    """Stage 2: combine ``(key, accumulator)`` pairs from stage 1 and emit finished results."""
-
-    def __init__(self, op: AggregateOperation, values_only: bool = False, emit_empty: bool = False):
-        if op.combine is None:
-            raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
-        super().__init__(op, True, values_only, emit_empty)
-
-    def process(self, ordinal: int, inbox) -> None:
-        groups = self.groups
-        combine = self.op.combine
-        get = groups.get
-        for key, acc in inbox.take():
-            current = get(key, _MISSING)
-            groups[key] = acc if current is _MISSING else combine(current, acc)
-
-
-class AggregateSupplier(ProcessorSupplier):
-    """Supplier of the aggregation processors; ``label`` names the function that made it
-    (``accumulate_by_key``, ``combine``, ...) and ``params`` hold ``op`` (and ``key_fn``)."""
-
-
-#: the old name, kept for importers
-_Supplier = AggregateSupplier
-
-
-def accumulate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> AggregateSupplier:
-    """Stage-1 supplier: emits ``(key, accumulator)`` when its input completes."""
-    return AggregateSupplier(AccumulateByKeyP, key_fn, op, label="accumulate_by_key")
-
-
-def combine_by_key(op: AggregateOperation) -> AggregateSupplier:
-    """Stage-2 supplier: combines ``(key, accumulator)`` pairs, emits ``(key, result)``."""
-    if op.combine is None:
-        raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
-    return AggregateSupplier(CombineByKeyP, op, label="combine_by_key")
-
-
-def aggregate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> AggregateSupplier:
-    """Single-stage supplier: emits ``(key, result)`` when its input completes."""
-    return AggregateSupplier(AccumulateByKeyP, key_fn, op, finish=True, label="aggregate_by_key")
-
-
-def _no_key(item: Any) -> None:
-    return None
-
-
-_no_key.__jetbench_code__ = "None"
-
-
-def accumulate(op: AggregateOperation) -> AggregateSupplier:
-    """Global stage 1: emits ``(None, accumulator)`` when its input completes."""
-    return AggregateSupplier(AccumulateByKeyP, _no_key, op, label="accumulate")
-
-
-def combine(op: AggregateOperation) -> AggregateSupplier:
-    """Global stage 2 (parallelism 1): combines stage-1 accumulators, emits the one result."""
-    if op.combine is None:
-        raise JetbenchError("combine needs an AggregateOperation with combine")
-    return AggregateSupplier(CombineByKeyP, op, values_only=True, emit_empty=True, label="combine")
-
-
-def aggregate(op: AggregateOperation) -> AggregateSupplier:
-    """Global single stage (parallelism 1): emits the one result, ``finish(create())`` if empty."""
-    return AggregateSupplier(AccumulateByKeyP, _no_key, op, finish=True, values_only=True, emit_empty=True,
-                             label="aggregate")
-
-
-#: the global (non-keyed) suppliers under names that do not clash with ``jetbench.aggregate``
-global_accumulate, global_combine, global_aggregate = accumulate, combine, aggregate
 
 
 # -- the operation library (re-exported as jetbench.aggregate) ----------------------------------
@@ -283,10 +169,18 @@ def _union(a: set, b: set) -> set:
     return a
 
 
-#: All items in a list (in arrival order within one instance).
-to_list = AggregateOperation(create=list, accumulate=_append, combine=_extend, recipe=("to_list", ()))
-#: All distinct items in a set.
-to_set = AggregateOperation(create=set, accumulate=_add, combine=_union, recipe=("to_set", ()))
+_TO_LIST = AggregateOperation(create=list, accumulate=_append, combine=_extend, recipe=("to_list", ()))
+_TO_SET = AggregateOperation(create=set, accumulate=_add, combine=_union, recipe=("to_set", ()))
+
+
+def to_list() -> AggregateOperation:
+    """All items in a list (in arrival order within one instance)."""
+    return _TO_LIST
+
+
+def to_set() -> AggregateOperation:
+    """All distinct items in a set."""
+    return _TO_SET
 
 
 def top_n(n: int, key: Callable[[Any], Any] = _identity) -> AggregateOperation:
@@ -333,7 +227,7 @@ def top_n(n: int, key: Callable[[Any], Any] = _identity) -> AggregateOperation:
 def all_of(*ops: AggregateOperation) -> AggregateOperation:
     """Several operations at once; the result is a tuple of their results.
 
-    >>> op = all_of(counting, summing())
+    >>> op = all_of(counting(), summing())
     >>> acc = op.create()
     >>> for x in [1, 2, 3]:
     ...     acc = op.accumulate(acc, x)
@@ -342,6 +236,7 @@ def all_of(*ops: AggregateOperation) -> AggregateOperation:
     """
     if not ops:
         raise JetbenchError("all_of() needs at least one AggregateOperation")
+    ops = tuple(require_operation(op, f"all_of() argument {i + 1}") for i, op in enumerate(ops))
     combine = deduct = None
     if all(op.combine is not None for op in ops):
 
@@ -362,3 +257,28 @@ def all_of(*ops: AggregateOperation) -> AggregateOperation:
         deduct=deduct,
         recipe=("all_of", ops),
     )
+
+
+#: The library's factories by name (what ``jetbench.aggregate`` offers).
+FACTORIES: dict[str, Callable[..., AggregateOperation]] = {
+    f.__name__: f for f in (counting, summing, averaging, min_by, max_by, to_list, to_set, top_n, all_of)
+}
+
+
+def require_operation(op: Any, where: str, error: type[JetbenchError] = JetbenchError) -> AggregateOperation:
+    """``op`` if it is an `AggregateOperation`; else an ``error`` naming ``where`` (and, for a
+    library factory passed without its call, saying to call it).
+
+    >>> require_operation(counting, "stage 'count'")
+    Traceback (most recent call last):
+    ...
+    jetbench.core.errors.JetbenchError: stage 'count': aggregate.counting is a factory of aggregate operations: call it, aggregate.counting()
+    """
+    if isinstance(op, AggregateOperation):
+        return op
+    name = getattr(op, "__name__", None)
+    if name is not None and FACTORIES.get(name) is op:
+        args = "n" if name == "top_n" else ("op1, op2" if name == "all_of" else "")
+        raise error(f"{where}: aggregate.{name} is a factory of aggregate operations: call it, "
+                            f"aggregate.{name}({args})")
+    raise error(f"{where}: expected an AggregateOperation (e.g. aggregate.counting()), got {op!r}")

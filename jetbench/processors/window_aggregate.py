@@ -13,9 +13,9 @@ is dropped when ``ts + gap <= `` the last watermark.
 >>> from jetbench.core.inbox import Inbox
 >>> from jetbench.core.items import Watermark
 >>> from jetbench.core.outbox import Outbox
->>> from jetbench.processors.aggregate import counting
->>> from jetbench.processors.windowing import tumbling
->>> p = SlidingWindowP(key_fn=None, op=counting, window_def=tumbling(10))
+>>> from jetbench.processors.aggregate_operation import counting
+>>> from jetbench.processors.window_definition import tumbling
+>>> p = SlidingWindowP(key_fn=None, op=counting(), window_def=tumbling(10))
 >>> box = Outbox(ordinal_count=1)
 >>> p.init(box, None)
 >>> p.process(0, Inbox([(1, "a"), (12, "b"), (5, "c")]))
@@ -37,9 +37,9 @@ from typing import Any
 from ..core.errors import JetbenchError
 from ..core.items import Watermark
 from ..core.processor import Processor
-from ._emit import Emitter
-from .aggregate import AggregateOperation
-from .windowing import WindowDefinition, WindowResult
+from .aggregate_operation import AggregateOperation
+from .emitter import Emitter
+from .window_definition import WindowDefinition, WindowResult
 
 _MISSING = object()
 _first = itemgetter(0)

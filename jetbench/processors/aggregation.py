@@ -1,0 +1,147 @@
+"""The aggregation processors: one or two stages (Jet's accumulate -> partitioned edge ->
+combine), keyed by a function or global (one group).
+
+Two-stage needs the operation's ``combine``; single stage accumulates and finishes in one
+vertex.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from ..core.errors import JetbenchError
+from .aggregate_operation import AggregateOperation, require_operation
+from .emitter import EmittingProcessor
+from .supplier import ProcessorSupplier
+
+_MISSING = object()
+
+
+class _KeyedEmitterP(EmittingProcessor):
+    """Holds key -> accumulator and emits ``(key, finish(acc))`` pairs from ``complete()``.
+
+    ``values_only`` emits just the values (a global aggregate, all under one key), and
+    ``emit_empty`` then emits ``finish(create())`` when no item arrived at all.
+    """
+
+    def __init__(self, op: AggregateOperation, finish: bool, values_only: bool = False, emit_empty: bool = False):
+        self.op = op
+        self.groups: dict[Hashable, Any] = {}
+        self._finish = op.finish_fn if finish else None
+        self._values_only = values_only
+        self._emit_empty = emit_empty
+        self._results = None
+
+    def complete(self) -> bool:
+        if self._results is None:
+            if self._emit_empty and not self.groups:
+                self.groups[None] = self.op.create()
+            finish, pairs = self._finish, self.groups.items()
+            if self._values_only:
+                self._results = (a for _, a in pairs) if finish is None else (finish(a) for _, a in pairs)
+            else:
+                self._results = iter(pairs) if finish is None else ((k, finish(a)) for k, a in pairs)
+        if self._emitter.emit_from(self._results):
+            self.groups = {}
+            return True
+        return False
+
+
+class AccumulateByKeyP(_KeyedEmitterP):
+    """Stage 1 (or single stage with ``finish=True``): fold items into per-key accumulators."""
+
+    def __init__(self, key_fn: Callable[[Any], Hashable], op: AggregateOperation, finish: bool = False,
+                 values_only: bool = False, emit_empty: bool = False):
+        super().__init__(op, finish, values_only, emit_empty)
+        self.key_fn = key_fn
+
+    def process(self, ordinal: int, inbox) -> None:
+        groups = self.groups
+        key_fn = self.key_fn
+        create = self.op.create
+        accumulate = self.op.accumulate
+        get = groups.get
+        for item in inbox.take():
+            key = key_fn(item)
+            acc = get(key, _MISSING)
+            groups[key] = accumulate(create() if acc is _MISSING else acc, item)
+
+
+class CombineByKeyP(_KeyedEmitterP):
+    """Stage 2: combine ``(key, accumulator)`` pairs from stage 1 and emit finished results."""
+
+    def __init__(self, op: AggregateOperation, values_only: bool = False, emit_empty: bool = False):
+        if op.combine is None:
+            raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
+        super().__init__(op, True, values_only, emit_empty)
+
+    def process(self, ordinal: int, inbox) -> None:
+        groups = self.groups
+        combine = self.op.combine
+        get = groups.get
+        for key, acc in inbox.take():
+            current = get(key, _MISSING)
+            groups[key] = acc if current is _MISSING else combine(current, acc)
+
+
+class AggregateSupplier(ProcessorSupplier):
+    """Supplier of the aggregation processors; ``label`` names the function that made it
+    (``accumulate_by_key``, ``combine``, ...) and ``params`` hold ``op`` (and ``key_fn``)."""
+
+
+#: the old name, kept for importers
+_Supplier = AggregateSupplier
+
+
+def accumulate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> AggregateSupplier:
+    """Stage-1 supplier: emits ``(key, accumulator)`` when its input completes."""
+    op = require_operation(op, "accumulate_by_key()")
+    return AggregateSupplier(AccumulateByKeyP, key_fn, op, label="accumulate_by_key")
+
+
+def combine_by_key(op: AggregateOperation) -> AggregateSupplier:
+    """Stage-2 supplier: combines ``(key, accumulator)`` pairs, emits ``(key, result)``."""
+    op = require_operation(op, "combine_by_key()")
+    if op.combine is None:
+        raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
+    return AggregateSupplier(CombineByKeyP, op, label="combine_by_key")
+
+
+def aggregate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> AggregateSupplier:
+    """Single-stage supplier: emits ``(key, result)`` when its input completes."""
+    op = require_operation(op, "aggregate_by_key()")
+    return AggregateSupplier(AccumulateByKeyP, key_fn, op, finish=True, label="aggregate_by_key")
+
+
+def _no_key(item: Any) -> None:
+    return None
+
+
+_no_key.__jetbench_code__ = "None"
+
+
+def accumulate(op: AggregateOperation) -> AggregateSupplier:
+    """Global stage 1: emits ``(None, accumulator)`` when its input completes."""
+    op = require_operation(op, "accumulate()")
+    return AggregateSupplier(AccumulateByKeyP, _no_key, op, label="accumulate")
+
+
+def combine(op: AggregateOperation) -> AggregateSupplier:
+    """Global stage 2 (parallelism 1): combines stage-1 accumulators, emits the one result."""
+    op = require_operation(op, "combine()")
+    if op.combine is None:
+        raise JetbenchError("combine needs an AggregateOperation with combine")
+    return AggregateSupplier(CombineByKeyP, op, values_only=True, emit_empty=True, label="combine")
+
+
+def aggregate(op: AggregateOperation) -> AggregateSupplier:
+    """Global single stage (parallelism 1): emits the one result, ``finish(create())`` if empty."""
+    op = require_operation(op, "aggregate()")
+    return AggregateSupplier(AccumulateByKeyP, _no_key, op, finish=True, values_only=True, emit_empty=True,
+                             label="aggregate")
+
+
+#: the global (non-keyed) suppliers under names that do not clash with ``jetbench.aggregate``
+global_accumulate, global_combine, global_aggregate = accumulate, combine, aggregate
+

@@ -1,0 +1,106 @@
+"""The generator source: Jet's ``GeneratorP``, items at a fixed rate on the wall clock.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..core.errors import JetbenchError
+from .emitter import EmittingProcessor
+from .supplier import ProcessorSupplier
+
+
+class GeneratorP(EmittingProcessor):
+    """Jet's GeneratorP: emits items at ``rate_per_s`` (over all instances) on the wall clock.
+
+    Sequence number ``s`` is due ``s / rate_per_s`` seconds after ``init``;
+    instance k of n emits s = k, k + n, ... Each ``complete()`` emits what is due, up to the
+    outbox's room, as one batch, and offers nothing when nothing is due (so the worker idles).
+    Items are ``item_fn(s)`` (default ``s``), or ``(ts, item)`` when ``timestamped``, where
+    ``ts`` is the wall-clock time (epoch ms) at which the item was *due*: the moment the event
+    happened, so end-to-end latency includes any time it waited for the worker to wake up.
+    With ``count`` the instances emit sequence numbers ``0 .. count - 1`` between them and
+    complete; without it they never complete. `next_wake_time` tells a timer-aware idle
+    strategy when the next item is due.
+    """
+
+    def __init__(
+        self,
+        rate_per_s: float,
+        item_fn: Callable[[int], Any] | None = None,
+        timestamped: bool = True,
+        count: int | None = None,
+    ):
+        self.rate_per_s = rate_per_s
+        self.item_fn = item_fn
+        self.timestamped = timestamped
+        self.count = count
+        self._start_ns = 0
+
+    def init(self, outbox, context) -> None:
+        super().init(outbox, context)
+        self._step = context.total_parallelism
+        self._next = context.global_index  # the next sequence number this instance emits
+        self._end = math.inf if self.count is None else self.count
+        self._start_ns = time.monotonic_ns()
+        self._start_epoch_ms = time.time_ns() / 1e6
+
+    def next_wake_time(self) -> float | None:
+        """When (``time.monotonic()`` seconds) this instance's next item is due."""
+        if self._next >= self._end:
+            return None
+        return self._start_ns / 1e9 + self._next / self.rate_per_s
+
+    def complete(self) -> bool:
+        emitter = self._emitter
+        if not emitter.flush():
+            return False
+        seq, step, end = self._next, self._step, self._end
+        if seq >= end:
+            return True
+        # highest sequence number due by now, over all instances
+        due = min((time.monotonic_ns() - self._start_ns) * self.rate_per_s // 1_000_000_000, end - 1)
+        n = min(int((due - seq) // step) + 1, emitter.room()) if due >= seq else 0
+        if n <= 0:
+            return False
+        seqs = range(seq, seq + n * step, step)
+        self._next = seq + n * step
+        fn = self.item_fn
+        if self.timestamped:
+            t0, ms_per_item = self._start_epoch_ms, 1000.0 / self.rate_per_s
+            if fn is None:
+                items = [(t0 + s * ms_per_item, s) for s in seqs]
+            else:
+                items = [(t0 + s * ms_per_item, fn(s)) for s in seqs]
+        else:
+            items = list(seqs) if fn is None else [fn(s) for s in seqs]
+        emitter.emit(items)
+        return self._next >= end and not emitter.pending
+
+
+class GeneratorSource(ProcessorSupplier):
+    """Supplier of `GeneratorP`; its params are those of `GeneratorP`."""
+
+    def __init__(
+        self,
+        rate_per_s: float,
+        item_fn: Callable[[int], Any] | None = None,
+        timestamped: bool = True,
+        count: int | None = None,
+    ):
+        if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, int | float) or not rate_per_s > 0:
+            raise JetbenchError(f"generator: rate_per_s must be a number > 0, got {rate_per_s!r}")
+        if math.isinf(rate_per_s):
+            raise JetbenchError("generator: rate_per_s must be finite")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise JetbenchError(f"generator: count must be None or an int >= 0, got {count!r}")
+        if item_fn is not None and not callable(item_fn):
+            raise JetbenchError(f"generator: item_fn must be callable, got {item_fn!r}")
+        super().__init__(GeneratorP, rate_per_s, item_fn, timestamped, count, label="generator")
+
+    def __repr__(self) -> str:
+        return f"generator({self.rate_per_s:g}/s, count={self.count})"
+

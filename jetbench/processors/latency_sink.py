@@ -1,0 +1,114 @@
+"""The latency sink: end-to-end latency percentiles of ``(ts, item)`` events.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from bisect import bisect_left
+from itertools import accumulate
+from typing import Any
+
+from ..core.errors import JetbenchError
+from ..core.processor import Processor
+from .supplier import ProcessorSupplier
+
+#: Latency samples a `LatencySinkP` keeps before it switches to reservoir sampling.
+LATENCY_SAMPLE_LIMIT = 1_000_000
+
+
+class LatencySinkP(Processor):
+    """Records ``now_ms - ts`` for every ``(ts, item)``, with one clock read per batch.
+
+    Count, sum and max are exact; the samples for percentiles are all kept up to ``limit``,
+    then a uniform reservoir of ``limit`` of them (algorithm R).
+    """
+
+    collects = True
+
+    def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT):
+        self.limit = limit
+        self.samples: list[float] = []
+        self.count = 0
+        self.total = 0.0
+        self.max = -math.inf
+        self._random = random.Random()
+
+    def process(self, ordinal: int, inbox) -> None:
+        now = time.time_ns() / 1e6
+        batch = [now - ts for ts, _ in inbox.take()]
+        if not batch:
+            return
+        self.total += sum(batch)
+        self.max = max(self.max, max(batch))
+        samples, limit, seen = self.samples, self.limit, self.count
+        self.count = seen + len(batch)
+        room = limit - len(samples)
+        if room > 0:
+            samples += batch[:room]
+            seen += min(room, len(batch))
+            batch = batch[room:]
+        rand = self._random.random
+        for value in batch:
+            seen += 1
+            j = int(rand() * seen)
+            if j < limit:
+                samples[j] = value
+
+    def result_part(self) -> tuple[int, float, float, list[float]]:
+        return self.count, self.total, self.max, self.samples
+
+
+class LatencySink(ProcessorSupplier):
+    """Supplier of `LatencySinkP`; merges the instances into one summary dict (see `summarize_latency`)."""
+
+    def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise JetbenchError(f"latency sink: limit must be an int >= 1, got {limit!r}")
+        super().__init__(LatencySinkP, limit, label="latency_sink")
+
+    @staticmethod
+    def merge_results(parts: list[tuple[int, float, float, list[float]]]) -> dict[str, Any]:
+        return summarize_latency(parts)
+
+    def __repr__(self) -> str:
+        return "latency_sink()"
+
+
+_PERCENTILES = (("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99), ("p999_ms", 0.999))
+
+
+def summarize_latency(parts: list[tuple[int, float, float, list[float]]]) -> dict[str, Any]:
+    """Merge ``(count, sum, max, samples)`` parts into count, mean, percentiles and max (ms).
+
+    Percentiles are nearest-rank over the samples. A part that kept fewer samples than items
+    (reservoir) weighs each of its samples by ``count / len(samples)``, so parts merge without
+    bias. With no items every value but ``count`` is None.
+
+    >>> summarize_latency([(3, 6.0, 3.0, [1.0, 2.0, 3.0]), (1, 4.0, 4.0, [4.0])])["p50_ms"]
+    2.0
+    """
+    parts = [p for p in parts if p[0]]
+    count = sum(p[0] for p in parts)
+    summary: dict[str, Any] = {"count": count, "mean_ms": None}
+    summary.update(dict.fromkeys((name for name, _ in _PERCENTILES), None))
+    summary["max_ms"] = None
+    if not count:
+        return summary
+    summary["mean_ms"] = sum(p[1] for p in parts) / count
+    summary["max_ms"] = max(p[2] for p in parts)
+    if all(len(s) == c for c, _, _, s in parts):  # exact: every item has its sample
+        values = sorted(v for p in parts for v in p[3])
+        cumulative: list[float] | range = range(1, len(values) + 1)
+    else:
+        pairs = sorted((v, c / len(s)) for c, _, _, s in parts for v in s)
+        values = [v for v, _ in pairs]
+        cumulative = list(accumulate(w for _, w in pairs))
+    total = cumulative[-1]
+    for name, q in _PERCENTILES:
+        # nearest rank: the first value whose cumulative weight reaches q of the total
+        # (the tolerance keeps 0.9 * 10 from landing past rank 9 by float error)
+        i = bisect_left(cumulative, q * total * (1 - 1e-12))
+        summary[name] = values[min(i, len(values) - 1)]
+    return summary

@@ -1,0 +1,17 @@
+"""The no-op sink: discards every item."""
+
+from __future__ import annotations
+
+from ..core.processor import Processor
+
+
+class NoopSinkP(Processor):
+    """Discards every item."""
+
+    def process(self, ordinal: int, inbox) -> None:
+        inbox.clear()
+
+
+def noop_sink() -> type[NoopSinkP]:
+    """A sink that discards its input."""
+    return NoopSinkP
