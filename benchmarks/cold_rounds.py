@@ -18,7 +18,7 @@ import time
 
 from jetbench.core import ExecutionService, JobCancelled
 from jetbench.core.idle import TimerIdler
-from jetbench.experiments.job import idle_job
+from jetbench.experiments.idle_job import idle_job
 from jetbench.experiments.point import make_source
 
 

@@ -32,7 +32,11 @@ def round_cost_us(rate: float, seconds: float) -> float:
     from jetbench.core.idle import IdleConfig
     from jetbench.core.job import Job
     from jetbench.core.plan import build_tasklets
-    from jetbench.experiments.job import idle_job
+
+    try:
+        from jetbench.experiments.idle_job import idle_job
+    except ModuleNotFoundError:  # a --baseline checkout from before the module's rename
+        from jetbench.experiments.job import idle_job  # type: ignore[import-not-found,no-redef]
 
     job = Job("round-cost")
     tasklets = build_tasklets(idle_job(sources.generator(rate)), job, 1, 1024, None)

@@ -20,15 +20,15 @@ from typing import Any
 def _demo_job(args: argparse.Namespace) -> tuple[Any, str]:
     """The word-count DAG over the corpus (made in Python, or served by an embedded local Spark)."""
     if args.source == "spark":
-        from .pipeline.examples import wordcount_pipeline
         from .spark import datasets, session, sources
+        from .wordcount import wordcount_pipeline
 
         spark = session()
         corpus_df = datasets.corpus(args.lines)
         where = f"served by Spark ({spark.sparkContext.master}, embedded, {corpus_df.rdd.getNumPartitions()} partitions)"
         return wordcount_pipeline(sources.dataframe(corpus_df, columns=["line"], as_="value")).to_dag(), where
     from .datasets import corpus
-    from .examples import wordcount_dag
+    from .wordcount import wordcount_dag
 
     return wordcount_dag(corpus(args.lines)), "generated in Python"
 

@@ -19,7 +19,7 @@ def metrics_frame(source: MetricsSampler | JobMetrics | list[dict[str, Any]], ki
     sample time ``t``), its ``records``, or a single `JobMetrics` snapshot.
 
     >>> from jetbench import run, ExecutionService
-    >>> from jetbench.examples import wordcount_dag
+    >>> from jetbench.wordcount import wordcount_dag
     >>> job = ExecutionService().submit(wordcount_dag(["a b", "b"]))
     >>> _ = job.join()
     >>> metrics_frame(job.metrics())[["vertex", "received_count"]].to_dict("records")[:2]

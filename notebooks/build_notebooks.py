@@ -86,7 +86,7 @@ GETTING_STARTED = [
 
     from jetbench import DAG, Edge, ExecutionService, Pipeline, aggregate, run, sinks, sources
     from jetbench.datasets import corpus
-    from jetbench.examples import non_empty, tokenize
+    from jetbench.wordcount import non_empty, tokenize
     from jetbench.processors import (
         Transform,
         accumulate_by_key,
@@ -128,7 +128,7 @@ GETTING_STARTED = [
         .flat_map(tokenize)
         .filter(non_empty)
         .group_by(lambda word: word)
-        .aggregate(aggregate.counting)
+        .aggregate(aggregate.counting())
         .write_to(sinks.pandas()))
     p
     """),
@@ -174,8 +174,8 @@ GETTING_STARTED = [
     tokenizer = dag.new_vertex(
         "tokenize", transform_processor(Transform().flat_map(tokenize).filter(non_empty)), PARALLELISM
     )
-    accumulate = dag.new_vertex("accumulate", accumulate_by_key(word_of, counting), PARALLELISM)
-    combine = dag.new_vertex("combine", combine_by_key(counting), PARALLELISM)
+    accumulate = dag.new_vertex("accumulate", accumulate_by_key(word_of, counting()), PARALLELISM)
+    combine = dag.new_vertex("combine", combine_by_key(counting()), PARALLELISM)
     sink = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
     dag.edge(Edge.between(source, tokenizer))
     dag.edge(Edge.between(tokenizer, accumulate).partitioned(word_of))
@@ -280,7 +280,7 @@ COOPERATIVE = [
 
     from jetbench import DAG, Edge, ExecutionService, Pipeline, Processor, sinks, sources
     from jetbench.processors import collect_sink, items_source, map_processor, noop_sink
-    from jetbench.processors.connectors import GeneratorSource
+    from jetbench.processors.generator_source import GeneratorSource
 
     COUNT = int(RATE * SECONDS)
     """),
@@ -1346,7 +1346,7 @@ WINDOWS = [
         sinks,
         sources,
     )
-    from jetbench.processors.watermarks import insert_watermarks
+    from jetbench.processors.insert_watermarks import insert_watermarks
     from jetbench.window import session, sliding, tumbling
 
     EVENTS = [
@@ -1417,7 +1417,7 @@ WINDOWS = [
     p = Pipeline()
     (p.read_from(sources.test_stream(EVENTS, allowed_lag=ALLOWED_LAG))
         .window(tumbling(1000))
-        .aggregate(aggregate.to_list)
+        .aggregate(aggregate.to_list())
         .write_to(sinks.collect()))
     job = ExecutionService().submit(p)
     tumbled = sorted(job.join(timeout=30))
@@ -1445,7 +1445,7 @@ WINDOWS = [
     (p.read_from(sources.test_stream(EVENTS, allowed_lag=ALLOWED_LAG))
         .group_by(lambda event: event)
         .window(sliding(2000, 1000))
-        .aggregate(aggregate.counting)
+        .aggregate(aggregate.counting())
         .write_to(sinks.pandas()))
     slid = run(p).sort_values(["start", "key"]).reset_index(drop=True)
     slid
@@ -1475,7 +1475,7 @@ WINDOWS = [
     (p.read_from(sources.test_stream(EVENTS, allowed_lag=GENEROUS_LAG))
         .group_by(lambda event: event)
         .window(session(500))
-        .aggregate(aggregate.counting)
+        .aggregate(aggregate.counting())
         .write_to(sinks.pandas()))
     sessions = run(p).sort_values(["key", "start"]).reset_index(drop=True)
     sessions
@@ -1501,7 +1501,7 @@ WINDOWS = [
         p = Pipeline()
         (p.read_from(sources.test_stream(EVENTS, allowed_lag=lag))
             .window(tumbling(1000))
-            .aggregate(aggregate.counting)
+            .aggregate(aggregate.counting())
             .write_to(sinks.collect()))
         job = ExecutionService().submit(p)
         counts = {r.start: r.value for r in job.join(timeout=30)}
@@ -1549,8 +1549,8 @@ SPARK = [
 
     import jetbench
     from jetbench import Pipeline, aggregate, sinks
-    from jetbench.examples import non_empty, tokenize, word_key
-    from jetbench.pipeline.examples import wordcount_pipeline
+    from jetbench.wordcount import non_empty, tokenize, word_key
+    from jetbench.wordcount import wordcount_pipeline
     from jetbench.spark import SparkRunner, datasets, session, sources
     from jetbench.spark import sinks as spark_sinks
     from jetbench.window import tumbling
@@ -1626,7 +1626,7 @@ SPARK = [
     to_spark = Pipeline()
     (to_spark.read_from(sources.dataframe(corpus, columns=["line"], as_="value"))
         .flat_map(tokenize).filter(non_empty)
-        .group_by(word_key).aggregate(aggregate.counting)
+        .group_by(word_key).aggregate(aggregate.counting())
         .write_to(spark_sinks.dataframe(schema="word string, count long")))
     counts_df = runner.run(to_spark)
     top_df = counts_df.orderBy("count", ascending=False).limit(5).toPandas()
@@ -1653,7 +1653,7 @@ SPARK = [
         p = Pipeline()
         (p.read_from(sources.dataframe(events, columns=["ts", "key", "value"], as_=tuple))
             .add_timestamps(lambda event: event[0], allowed_lag=allowed_lag)
-            .window(tumbling(1000)).aggregate(aggregate.counting)
+            .window(tumbling(1000)).aggregate(aggregate.counting())
             .write_to(sinks.collect()))
         return p
 

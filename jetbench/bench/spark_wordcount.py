@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..examples import non_empty, tokenize
+from ..wordcount import non_empty, tokenize, wordcount_pipeline
 from .common import ReportFormat, interleaved
 
 MASTERS = ("local[1]", "local[2]")
@@ -36,7 +36,6 @@ DEFAULT_LINES = 1_000_000
 
 def sparkrunner_pipeline(path: str, engine: str = "arrow") -> Any:
     """Seed 002's word count (`wordcount_pipeline`) reading the parquet corpus."""
-    from ..pipeline.examples import wordcount_pipeline
     from ..spark import sources
 
     return wordcount_pipeline(sources.parquet(path, columns=["line"], as_="value", engine=engine))

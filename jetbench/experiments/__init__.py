@@ -6,7 +6,7 @@
 """
 
 from .bounds import IdleCosts, idle_costs
-from .job import LatencyProbeP, idle_job
+from .idle_job import LatencyProbeP, idle_job
 from .point import bare_sleep, run_point
 from .report import (
     JET_BLOG_CPU,

@@ -46,7 +46,7 @@ def run_point(rate: float, min_idle_us: float, strategy: str = "backoff", second
     if strategy == "bare-sleep":
         return bare_sleep(min_idle_us, seconds, warmup)
     from ..core import ExecutionService, JobCancelled
-    from .job import LatencyProbeP, idle_job
+    from .idle_job import LatencyProbeP, idle_job
 
     max_idle = max_idle_us if max_idle_us is not None else max(min_idle_us, 1000)
     service = ExecutionService(min_idle_us=min_idle_us, max_idle_us=max_idle, idle=strategy)

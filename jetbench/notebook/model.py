@@ -8,7 +8,7 @@ edge (at most ``max_rows``, the rest counted in ``queues_hidden``), queue and CP
 a fixed number of points, and worker series are capped. Rates come from deltas between snapshots.
 
 >>> from jetbench import ExecutionService
->>> from jetbench.examples import wordcount_dag
+>>> from jetbench.wordcount import wordcount_dag
 >>> job = ExecutionService().submit(wordcount_dag(["a b", "b"]))
 >>> _ = job.join()
 >>> state = DashboardModel(job).update(final=True)

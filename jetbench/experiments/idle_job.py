@@ -1,5 +1,7 @@
-"""Seed 004's job: a rate-limited source -> 6 identity maps (not fused) -> count per tumbling
-window of 1 s (event time = creation time) -> a latency-recording sink.
+"""The idle-CPU job of Hazelcast Jet's blog post "Idle Green Threads in Hazelcast Jet" (2019): a
+rate-limited source -> 6 identity maps (not fused) -> count per tumbling window of 1 s (event
+time = creation time) -> a latency-recording sink. `idle_job` builds it as a DAG (what the
+experiments run), `idle_cpu_pipeline` writes it in the Pipeline API.
 
 The sixth map is a probe: still an identity map, it also samples, once per batch, the
 end-to-end latency of the batch's oldest item (due time -> now), which gives thousands of
@@ -13,12 +15,12 @@ from typing import Any
 
 from .. import sinks
 from ..core import DAG, Edge
-from ..pipeline import Source
-from ..processors.aggregate import counting
-from ..processors.transforms import Transform, TransformP, transform_processor
-from ..processors.watermarks import insert_watermarks
-from ..processors.windowing import tumbling
-from ..processors.windows import window_aggregate
+from ..pipeline import Pipeline, Source
+from ..processors import Transform, counting, transform_processor
+from ..processors.transform import TransformP
+from ..processors.insert_watermarks import insert_watermarks
+from ..processors.window_aggregate import window_aggregate
+from ..window import tumbling
 
 MAPS = 6
 MAX_SAMPLES = 1_000_000
@@ -49,7 +51,7 @@ class LatencyProbeP(TransformP):
 def idle_job(source: Source, maps: int = MAPS, window_ms: int = 1000) -> DAG:
     """The job as a DAG; ``source`` must be timestamped (``sources.generator`` or a replay).
 
-    The maps are separate vertices (seed 004 ran them unfused); the last one is the probe.
+    The maps are separate vertices (the blog post's job ran them unfused); the last one is the probe.
     """
     dag = DAG()
     src = dag.new_vertex("source", source.supplier, source.local_parallelism or 1)
@@ -60,7 +62,19 @@ def idle_job(source: Source, maps: int = MAPS, window_ms: int = 1000) -> DAG:
         v = dag.new_vertex(f"map-{i + 1}", LatencyProbeP if i == maps - 1 else identity_map, 1)
         dag.edge(Edge.between(prev, v))
         prev = v
-    window = dag.new_vertex("count-per-window", window_aggregate(None, counting, tumbling(window_ms)), 1)
+    window = dag.new_vertex("count-per-window", window_aggregate(None, counting(), tumbling(window_ms)), 1)
     sink = dag.new_vertex("latency-sink", sinks.latency().supplier, 1)
     dag.edge(Edge.between(prev, window)).edge(Edge.between(window, sink))
     return dag
+
+
+def idle_cpu_pipeline(source: Source, maps: int = MAPS, window_ms: int = 1000, sink: Any = None) -> Pipeline:
+    """The same job in the Pipeline API: ``source`` -> ``maps`` identity maps (not fused) -> count
+    per tumbling window of ``window_ms`` (event time = creation time) -> ``sink`` (by default
+    ``sinks.latency()``). It has no latency probe; `idle_job` is what the experiments run."""
+    p = Pipeline(fuse=False)
+    stage = p.read_from(source)
+    for i in range(maps):
+        stage = stage.map(identity, name=f"map-{i + 1}")
+    stage.window(tumbling(window_ms)).aggregate(counting()).write_to(sink or sinks.latency())
+    return p
