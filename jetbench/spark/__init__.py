@@ -19,6 +19,17 @@ Everything here imports pyspark; nothing outside ``jetbench.spark`` does.
 from . import datasets, sinks, sources
 from ._hash import stable_hash
 from ._session import cache_dir, session, stop
-from .runner import SparkRunner
+from .runner import SparkConfig, SparkOptionError, SparkRunner
 
-__all__ = ["SparkRunner", "cache_dir", "datasets", "session", "sinks", "sources", "stable_hash", "stop"]
+__all__ = [
+    "SparkConfig",
+    "SparkOptionError",
+    "SparkRunner",
+    "cache_dir",
+    "datasets",
+    "session",
+    "sinks",
+    "sources",
+    "stable_hash",
+    "stop",
+]

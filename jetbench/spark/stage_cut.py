@@ -1,0 +1,310 @@
+"""How `jetbench.spark.SparkRunner` cuts a job into Spark stages: pure graph work, no Spark.
+
+1. **Cuts.** Partitioned, all-to-one and broadcast edges are *cut*: they cross Spark partitions.
+   (A partitioned edge into a stage-1 accumulator stays local, like Jet's local edges: its
+   output is re-partitioned by key before combining anyway; see `is_stage1_accumulator`.)
+   Every vertex gets a level, the most cuts on a path from a source; an edge between levels is
+   cut too, so stages never form a cycle. **Stages** are the groups of vertices joined by uncut
+   edges. Edges out of a DataFrame or parquet source and into a Spark sink are always cut:
+   those vertices are read or written by Spark itself, not run in a stage.
+2. **Input modes.** A stage without cut inputs runs over placeholder partitions (``none``); a
+   stage with a single unicast input (or a local edge into a stage-1 accumulator) is fed
+   without a shuffle, from a DataFrame/parquet source's records (``arrow``) or from its
+   producer stage's partitions (``items``); other stages are fed through a shuffle, with one
+   input (``keyed``) or several (``multi``).
+3. **Partitions** need two numbers only Spark knows (its default parallelism and how many
+   partitions a DataFrame has): `cut` leaves them out and `assign_partitions` fills them in
+   from plain numbers, so everything here runs (and is tested) without a Spark session.
+
+`cut` also refuses, before anything runs, what Spark cannot run: unbounded sources, Spark
+sinks with outbound edges, and suppliers or key functions that cannot be pickled for the
+workers (checked with ``pyspark.cloudpickle``, a pure-Python module: no JVM is started).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.dag import DAG, Edge, Routing, Vertex
+from ..core.errors import DagError, JetbenchError, JobError, RunnerError
+from ..core.processor import Processor
+from ..processors.aggregation import AccumulateByKeyP
+from ..processors.generator_source import GeneratorSource
+from .sinks import SparkSink
+from .sources import DataFrameSource, ParquetSource
+from .stage_task import InputSpec, OutputSpec, StagePlan, Tagger
+
+__all__ = [
+    "ARROW_SOURCES",
+    "CUT_ROUTINGS",
+    "DIRECT_ROUTINGS",
+    "SparkPlan",
+    "StageInfo",
+    "assign_partitions",
+    "cut",
+    "is_stage1_accumulator",
+    "is_unbounded",
+    "job_to_dag",
+]
+
+#: Routings whose edges cross Spark partitions (a shuffle, or all to partition 0).
+CUT_ROUTINGS = (Routing.PARTITIONED, Routing.ALL_TO_ONE, Routing.BROADCAST)
+#: Routings a stage can be fed through without a shuffle.
+DIRECT_ROUTINGS = (Routing.UNICAST, Routing.ISOLATED)
+#: Suppliers whose data Spark (or pyarrow inside the tasks) reads: they feed stages, not run in one.
+ARROW_SOURCES = (DataFrameSource, ParquetSource)
+
+
+def is_stage1_accumulator(supplier: Any) -> bool:
+    """True for the supplier of a stage-1 accumulator (``accumulate_by_key`` or the global
+    ``accumulate``): it folds items into per-key accumulators and emits them, unfinished, for a
+    combining stage. Read from the supplier's public attributes: its ``processor`` is the
+    accumulating processor and its ``params`` do not ask it to ``finish``."""
+    processor = getattr(supplier, "processor", None)
+    if processor is not AccumulateByKeyP:
+        return False
+    params = getattr(supplier, "params", None)
+    return isinstance(params, Mapping) and params.get("finish") is False
+
+
+def is_unbounded(supplier: Any) -> bool:
+    """True for a DAG source that never completes (a generator without count, a stream)."""
+    if isinstance(supplier, GeneratorSource):
+        return supplier.count is None
+    return getattr(supplier, "streaming", False) is True or getattr(supplier, "unbounded", False) is True
+
+
+def job_to_dag(job: Any, fuse: bool | None = None) -> DAG:
+    """The DAG of a DAG, a Pipeline (refusing unbounded sources by name) or anything with ``to_dag()``."""
+    from ..pipeline.stages import Pipeline
+
+    if isinstance(job, Pipeline):
+        for node in job.nodes:
+            if node.kind == "source" and node.params["source"].streaming:
+                raise RunnerError(
+                    f"vertex {node.name!r}: SparkRunner runs batch jobs; this source is unbounded "
+                    "(e.g. sources.generator without count). Give it a count, or run the job locally"
+                )
+        return job.to_dag(fuse=fuse)
+    if isinstance(job, DAG):
+        return job
+    if hasattr(job, "to_dag"):
+        dag: DAG = job.to_dag()
+        return dag
+    raise JetbenchError(f"SparkRunner.run() takes a DAG or a Pipeline, got {job!r}")
+
+
+@dataclass(eq=False)
+class StageInfo:
+    """A stage as planned: its vertices, cut edges in and out, partitions and input mode."""
+
+    index: int
+    level: int
+    vertices: list[Vertex]
+    inputs: list[Edge] = field(default_factory=list)
+    outputs: list[Edge] = field(default_factory=list)
+    partitions: int = 1
+    mode: str = "none"
+    collecting: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.vertices]
+
+    def __repr__(self) -> str:
+        return f"StageInfo({self.index}, {self.names}, partitions={self.partitions}, mode={self.mode!r})"
+
+
+@dataclass(eq=False)
+class SparkPlan:
+    """A job cut into stages (see the module doc); `explain` lists them."""
+
+    dag: DAG
+    stages: list[StageInfo]
+    stage_of: dict[str, StageInfo]
+    arrow_sources: dict[str, Any]  # vertex -> DataFrameSource / ParquetSource
+    spark_sinks: dict[str, SparkSink]
+    collecting: set[str]
+    cut: set[int]  # ids of cut edges
+
+    def explain(self) -> str:
+        lines = []
+        for st in self.stages:
+            lines.append(f"stage {st.index}: {st.partitions} partition(s), input {st.mode}: {', '.join(st.names)}")
+            for e in st.inputs:
+                lines.append(f"  <- {e.source.name} ({e.routing.value})")
+            for e in st.outputs:
+                lines.append(f"  -> {e.destination.name} ({e.routing.value})")
+        for name in self.spark_sinks:
+            lines.append(f"spark sink: {name}")
+        return "\n".join(lines)
+
+    def tagger(self, e: Edge) -> Tagger | None:
+        """How the producer marks items of cut edge ``e``: None for a consumer fed without a shuffle."""
+        consumer = self.stage_of.get(e.destination.name)
+        if consumer is None or consumer.mode in ("items", "arrow"):
+            return None
+        return Tagger(consumer.inputs.index(e), e.routing, e.key_fn, consumer.partitions)
+
+    def task_plan(self, st: StageInfo, execution: dict[str, Any]) -> StagePlan:
+        """What the tasks of stage ``st`` need, with ``execution`` for their `ExecutionService`."""
+        members = {v.name for v in st.vertices}
+        edges = [
+            (e.source.name, e.source_ordinal, e.destination.name, e.destination_ordinal, e.routing.value,
+             e.key_fn, e.edge_priority, e.edge_queue_size)
+            for e in self.dag.edges
+            if id(e) not in self.cut and e.source.name in members
+        ]
+        inputs = [
+            InputSpec(i, e.destination.name, e.destination_ordinal, e.routing.value, e.key_fn, e.edge_priority,
+                      e.edge_queue_size)
+            for i, e in enumerate(st.inputs)
+        ]
+        outputs = [
+            OutputSpec(self.dag.edges.index(e), e.source.name, e.source_ordinal, e.edge_queue_size, self.tagger(e))
+            for e in st.outputs
+        ]
+        reader = None
+        if st.mode == "arrow":
+            reader = self.arrow_sources[st.inputs[0].source.name].reader
+        return StagePlan(st.index, st.partitions, st.mode, [(v.name, v.supplier, v.local_parallelism) for v in st.vertices],
+                         edges, inputs, outputs, st.collecting, execution, reader)
+
+
+def _probe(v: Vertex) -> bool:
+    """Make one processor on the driver: checks the supplier and learns whether it collects."""
+    try:
+        processor = v.supplier()
+    except Exception as exc:
+        raise JobError(f"vertex {v.name!r}: its supplier raised {type(exc).__name__}: {exc}", v.name, 0) from exc
+    if not isinstance(processor, Processor):
+        raise DagError(f"vertex {v.name!r}: supplier returned {processor!r}, not a jetbench.Processor")
+    collects = bool(getattr(processor, "collects", False))
+    with contextlib.suppress(Exception):  # a probe only; the real instances close in the tasks
+        processor.close()
+    return collects
+
+
+def _pickle_check(obj: Any, what: str) -> None:
+    from pyspark import cloudpickle  # pure Python: no JVM
+
+    try:
+        cloudpickle.dumps(obj)
+    except Exception as exc:
+        raise RunnerError(
+            f"{what} cannot be shipped to Spark workers: {type(exc).__name__}: {exc}. "
+            "Functions must be picklable with pyspark.cloudpickle (lambdas and closures are; "
+            "locks, open files, sockets, generators and Spark objects are not)"
+        ) from exc
+
+
+def cut(dag: DAG, threads: int) -> SparkPlan:
+    """Cut ``dag`` into stages with their input modes (partitions are left at 1: see
+    `assign_partitions`); ``threads`` is the tasks' cooperative thread count, the default
+    vertex parallelism. Raises `RunnerError` for a job Spark cannot run."""
+    dag.validate(threads)
+    order = dag.topological_order()
+    position = {v.name: i for i, v in enumerate(order)}
+    df_sources = {v.name: v.supplier for v in order if isinstance(v.supplier, ARROW_SOURCES)}
+    spark_sinks = {v.name: v.supplier for v in order if isinstance(v.supplier, SparkSink)}
+    collecting = set(spark_sinks)
+    for v in order:
+        if v.name in spark_sinks and dag.outbound_edges(v):
+            raise RunnerError(f"vertex {v.name!r}: a Spark sink cannot have outbound edges")
+        if v.name in df_sources or v.name in spark_sinks:
+            continue
+        if is_unbounded(v.supplier):
+            raise RunnerError(
+                f"vertex {v.name!r}: SparkRunner runs batch jobs; this source is unbounded "
+                "(e.g. a generator without count). Give it a count, or run the job locally"
+            )
+        if _probe(v):
+            collecting.add(v.name)
+        _pickle_check(v.supplier, f"vertex {v.name!r}: its processor supplier")
+    for e in dag.edges:
+        if e.key_fn is not None:
+            _pickle_check(e.key_fn, f"edge {e.source.name!r} -> {e.destination.name!r}: its key function")
+
+    def local(e: Edge) -> bool:
+        """A partitioned/all-to-one edge into a stage-1 accumulator: kept inside the stage."""
+        dst = e.destination
+        if not is_stage1_accumulator(dst.supplier):
+            return False
+        outs = dag.outbound_edges(dst)
+        return bool(outs) and all(o.routing in (Routing.PARTITIONED, Routing.ALL_TO_ONE) for o in outs)
+
+    def is_cut(e: Edge) -> bool:
+        if e.source.name in df_sources or e.destination.name in spark_sinks:
+            return True
+        return e.routing in CUT_ROUTINGS and not local(e)
+
+    level: dict[str, int] = {}
+    for v in order:
+        if v.name in df_sources:
+            level[v.name] = -1
+            continue
+        ins = dag.inbound_edges(v)
+        level[v.name] = max((level[e.source.name] + (1 if is_cut(e) else 0) for e in ins), default=0)
+    cut_edges = {id(e) for e in dag.edges if is_cut(e) or level[e.source.name] != level[e.destination.name]}
+
+    # stages: components of regular vertices joined by uncut edges
+    parent = {v.name: v.name for v in order if v.name not in df_sources and v.name not in spark_sinks}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for e in dag.edges:
+        if id(e) not in cut_edges:
+            a, b = find(e.source.name), find(e.destination.name)
+            if a != b:
+                parent[max(a, b, key=position.__getitem__)] = min(a, b, key=position.__getitem__)
+    groups: dict[str, list[Vertex]] = {}
+    for v in dag.vertices:
+        if v.name in parent:
+            groups.setdefault(find(v.name), []).append(v)
+    ordered = sorted(groups.values(), key=lambda vs: (level[vs[0].name], min(position[v.name] for v in vs)))
+    stages = [StageInfo(i, level[vs[0].name], vs) for i, vs in enumerate(ordered)]
+    stage_of = {v.name: st for st in stages for v in st.vertices}
+    for e in dag.edges:
+        if id(e) in cut_edges:
+            if e.destination.name in stage_of:
+                stage_of[e.destination.name].inputs.append(e)
+            if e.source.name in stage_of:
+                stage_of[e.source.name].outputs.append(e)
+
+    for st in stages:
+        st.collecting = [v.name for v in st.vertices if v.name in collecting]
+        ins = st.inputs
+        if not ins:
+            st.mode = "none"
+        elif len(ins) == 1 and (ins[0].routing in DIRECT_ROUTINGS or local(ins[0])):
+            st.mode = "arrow" if ins[0].source.name in df_sources else "items"
+        else:
+            st.mode = "keyed" if len(ins) == 1 else "multi"
+    return SparkPlan(dag, stages, stage_of, df_sources, spark_sinks, collecting, cut_edges)
+
+
+def assign_partitions(plan: SparkPlan, default_partitions: int, source_partitions: Mapping[str, int]) -> SparkPlan:
+    """Give every stage of ``plan`` its Spark partition count, in place; returns ``plan``.
+
+    ``default_partitions``: stages without input or after a shuffle (a stage fed all-to-one has
+    1). ``source_partitions``: the partitions of each DataFrame/parquet source vertex's input,
+    which an ``arrow`` stage keeps; an ``items`` stage keeps its producer stage's.
+    """
+    for st in plan.stages:
+        ins = st.inputs
+        if st.mode == "none":
+            st.partitions = default_partitions
+        elif st.mode == "arrow":
+            st.partitions = source_partitions[ins[0].source.name]
+        elif st.mode == "items":
+            st.partitions = plan.stage_of[ins[0].source.name].partitions
+        else:
+            st.partitions = 1 if any(e.routing is Routing.ALL_TO_ONE for e in ins) else default_partitions
+    return plan
