@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from ..core.dag import Routing
 from ..core.processor import Processor
+from ..processors.insert_watermarks import insert_watermarks
+from ..processors.planning import Output, Planner, PlanNode, StageSpec
 
 
 @dataclass(frozen=True)
@@ -47,3 +50,37 @@ class Sink:
 
     def __repr__(self) -> str:
         return f"Sink({self.name!r})"
+
+
+@dataclass(frozen=True)
+class SourceSpec(StageSpec):
+    """``pipeline.read_from(source)``: the source's vertex, and for a timestamped source a
+    watermark-inserting vertex after it (isolated, so each instance keeps its own order)."""
+
+    source: Source
+    kind: ClassVar[str] = "source"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        source = self.source
+        vertex = planner.vertex(node.name, source.supplier, node.local_parallelism)
+        if source.timestamped:
+            watermarks = planner.vertex(f"{node.name}-watermarks",
+                                        insert_watermarks(None, source.allowed_lag, planner.watermark_frame),
+                                        node.local_parallelism)
+            planner.link(vertex, watermarks, Routing.ISOLATED)
+            vertex = watermarks
+        planner.produce(node, Output(vertex, source.timestamped))
+
+
+@dataclass(frozen=True)
+class SinkSpec(StageSpec):
+    """``stage.write_to(sink)``: the sink's vertex; timestamps are dropped on the way unless the
+    sink accepts them."""
+
+    sink: Sink
+    kind: ClassVar[str] = "sink"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        sink = self.sink
+        vertex = planner.vertex(node.name, sink.supplier, sink.local_parallelism or node.local_parallelism)
+        planner.connect(node.upstream[0], vertex, plain=not sink.accepts_timestamped)

@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.errors import PipelineError
 from ..processors.aggregate_operation import AggregateOperation, require_operation
+from ..processors.aggregation import AggregateSpec, GroupAggregateSpec
+from ..processors.co_group import CO_GROUP, CoGroupSpec, Tag, tag_key
+from ..processors.hash_join import HashJoinSpec
+from ..processors.insert_watermarks import TimestampsSpec
+from ..processors.map_using_service import MapUsingServiceSpec
+from ..processors.map_using_service_async import MapUsingServiceAsyncSpec
+from ..processors.planning import Output, Planner, PlanNode, StageSpec
+from ..processors.transform import FilterSpec, FlatMapSpec, MapSpec, MergeSpec, PeekSpec
+from ..processors.window_aggregate import WindowAggregateSpec
 from ..processors.window_definition import WindowDefinition
-from .connectors import Sink, Source
+from .connectors import Sink, SinkSpec, Source, SourceSpec
 
 if TYPE_CHECKING:
     from ..core.dag import DAG
@@ -26,18 +35,35 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False)
 class Node:
-    """One transform in the pipeline graph; ``upstream`` nodes come earlier in ``Pipeline.nodes``."""
+    """One stage in the pipeline graph: its typed form ``spec`` (what the user's call gave, and
+    its planning rule), its name and the nodes it reads from (earlier in ``Pipeline.nodes``)."""
 
-    kind: str
+    spec: StageSpec
     name: str
     upstream: list[Node]
-    params: dict[str, Any] = field(default_factory=dict)
     local_parallelism: int | None = None
     timestamped: bool = False  # items leaving this node are (ts, item) tuples
     streaming: bool = False  # fed by an unbounded source
 
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
     def __repr__(self) -> str:
         return f"Node({self.kind}, {self.name!r})"
+
+
+@dataclass(frozen=True)
+class RebalanceSpec(StageSpec):
+    """``stage.rebalance(key_fn)``: no vertex of its own; the next edge spreads items over the
+    next stage's instances (round-robin, or partitioned by ``key_fn``) and fusion stops here."""
+
+    key_fn: Callable[[Any], Hashable] | None = None
+    kind: ClassVar[str] = "rebalance"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        source = planner.output(node.upstream[0])
+        planner.produce(node, Output(source.vertex, source.timestamped, True, self.key_fn))
 
 
 class Pipeline:
@@ -54,10 +80,8 @@ class Pipeline:
         """Start a stage from a `Source` (see `jetbench.sources`)."""
         if not isinstance(source, Source):
             raise PipelineError(f"read_from() takes a jetbench.sources Source, got {source!r}")
-        node = self._add(
-            "source", source.name, [], {"source": source}, source.local_parallelism,
-            timestamped=source.timestamped, streaming=source.streaming,
-        )
+        node = self._add(SourceSpec(source), source.name, [], source.local_parallelism,
+                         timestamped=source.timestamped, streaming=source.streaming)
         return Stage(self, node)
 
     def to_dag(self, fuse: bool | None = None) -> DAG:
@@ -77,9 +101,9 @@ class Pipeline:
         """Notebooks show the planned DAG as an SVG."""
         return self.to_dag()._repr_svg_()
 
-    def _add(self, kind: str, name: str | None, upstream: list[Node], params: dict[str, Any],
-             local_parallelism: int | None = None, **flags: bool) -> Node:
-        base = name or kind
+    def _add(self, spec: StageSpec, name: str | None, upstream: list[Node],
+             local_parallelism: int | None = None, **flags: bool | None) -> Node:
+        base = name or spec.kind
         unique = base
         while unique in self._names:
             unique = f"{base}-{next(self._counter)}"
@@ -88,7 +112,7 @@ class Pipeline:
             flags["timestamped"] = any(u.timestamped for u in upstream)
         if flags.get("streaming") is None:
             flags["streaming"] = any(u.streaming for u in upstream)
-        node = Node(kind, unique, upstream, params, local_parallelism, **flags)
+        node = Node(spec, unique, upstream, local_parallelism, bool(flags["timestamped"]), bool(flags["streaming"]))
         self.nodes.append(node)
         return node
 
@@ -110,24 +134,24 @@ class Stage:
     def __repr__(self) -> str:
         return f"Stage({self.node.name!r}, {self.node.kind})"
 
-    def _next(self, kind: str, name: str | None, params: dict[str, Any], upstream: list[Node] | None = None,
+    def _next(self, spec: StageSpec, name: str | None, upstream: list[Node] | None = None,
               **flags: Any) -> Stage:
-        node = self.pipeline._add(kind, name, upstream or [self.node], params, **flags)
+        node = self.pipeline._add(spec, name, upstream or [self.node], **flags)
         return Stage(self.pipeline, node)
 
     # -- stateless ------------------------------------------------------------------------------
 
     def map(self, fn: Callable[[Any], Any], name: str | None = None) -> Stage:
         """Each item becomes ``fn(item)``."""
-        return self._next("map", name or _fn_name("map", fn), {"fn": _callable(fn, "map", self)})
+        return self._next(MapSpec(_callable(fn, "map", self)), name or _fn_name("map", fn))
 
     def filter(self, fn: Callable[[Any], Any], name: str | None = None) -> Stage:
         """Keep the items for which ``fn(item)`` is truthy."""
-        return self._next("filter", name or _fn_name("filter", fn), {"fn": _callable(fn, "filter", self)})
+        return self._next(FilterSpec(_callable(fn, "filter", self)), name or _fn_name("filter", fn))
 
     def flat_map(self, fn: Callable[[Any], Iterable[Any]], name: str | None = None) -> Stage:
         """Each item becomes every item of ``fn(item)``."""
-        return self._next("flat_map", name or _fn_name("flat_map", fn), {"fn": _callable(fn, "flat_map", self)})
+        return self._next(FlatMapSpec(_callable(fn, "flat_map", self)), name or _fn_name("flat_map", fn))
 
     def peek(self, fn: Callable[[Any], Any] | None = None, name: str | None = None) -> Stage:
         """Call ``fn(item)`` (default: log it) for every item passing through; items are unchanged."""
@@ -136,15 +160,15 @@ class Stage:
 
             log = logging.getLogger("jetbench.peek")
             fn = log.info
-        return self._next("peek", name or "peek", {"fn": _callable(fn, "peek", self)})
+        return self._next(PeekSpec(_callable(fn, "peek", self)), name or "peek")
 
     def map_using_service(self, service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any],
                           name: str | None = None) -> Stage:
         """``fn(service, item)`` where blocking is allowed: runs on a dedicated (non-cooperative)
         thread per instance; ``service = service_factory()`` is made once per instance."""
-        params = {"service_factory": _callable(service_factory, "service_factory", self),
-                  "fn": _callable(fn, "map_using_service", self)}
-        return self._next("map_using_service", name or _fn_name("map_using_service", fn), params)
+        spec = MapUsingServiceSpec(_callable(service_factory, "service_factory", self),
+                                   _callable(fn, "map_using_service", self))
+        return self._next(spec, name or _fn_name("map_using_service", fn))
 
     def map_using_service_async(self, service_factory: Callable[[], Any], async_fn: Callable[[Any, Any], Any],
                                 max_concurrent: int = 16, name: str | None = None) -> Stage:
@@ -152,9 +176,9 @@ class Stage:
         instance; results keep the input order. The tasklet stays cooperative."""
         if max_concurrent < 1:
             raise PipelineError(f"stage {self.name!r}: max_concurrent must be >= 1, got {max_concurrent}")
-        params = {"service_factory": _callable(service_factory, "service_factory", self),
-                  "fn": _callable(async_fn, "map_using_service_async", self), "max_concurrent": max_concurrent}
-        return self._next("map_using_service_async", name or _fn_name("map_async", async_fn), params)
+        spec = MapUsingServiceAsyncSpec(_callable(service_factory, "service_factory", self),
+                                        _callable(async_fn, "map_using_service_async", self), max_concurrent)
+        return self._next(spec, name or _fn_name("map_async", async_fn))
 
     # -- time --------------------------------------------------------------------------------------
 
@@ -166,9 +190,8 @@ class Stage:
             raise PipelineError(f"stage {self.name!r} already has timestamps")
         if allowed_lag < 0:
             raise PipelineError(f"stage {self.name!r}: allowed_lag must be >= 0, got {allowed_lag}")
-        params = {"ts_fn": _callable(ts_fn, "add_timestamps", self), "allowed_lag": allowed_lag,
-                  "idle_timeout_ms": idle_timeout_ms}
-        return self._next("timestamps", name or "add-timestamps", params, timestamped=True)
+        spec = TimestampsSpec(_callable(ts_fn, "add_timestamps", self), allowed_lag, idle_timeout_ms)
+        return self._next(spec, name or "add-timestamps", timestamped=True)
 
     def window(self, window_def: WindowDefinition) -> WindowedStage:
         """Aggregate per event-time window: ``stage.window(tumbling(1000)).aggregate(counting())``."""
@@ -185,7 +208,7 @@ class Stage:
         """One result over all items, emitted when the input completes (batch stages only)."""
         _check_op(self, op)
         _check_bounded(self, "aggregate")
-        return self._next("aggregate", name or "aggregate", {"op": op}, timestamped=False)
+        return self._next(AggregateSpec(op), name or "aggregate", timestamped=False)
 
     # -- combining stages ----------------------------------------------------------------------
 
@@ -194,7 +217,7 @@ class Stage:
         _check_same_pipeline(self, other)
         if self.node.timestamped != other.node.timestamped:
             raise PipelineError(f"merge of {self.name!r} and {other.name!r}: both or neither must have timestamps")
-        return self._next("merge", name or "merge", {}, upstream=[self.node, other.node])
+        return self._next(MergeSpec(), name or "merge", upstream=[self.node, other.node])
 
     def hash_join(self, other: Stage, key_fn: Callable[[Any], Hashable], other_key_fn: Callable[[Any], Hashable],
                   how: str = "inner", name: str | None = None) -> Stage:
@@ -204,9 +227,8 @@ class Stage:
         if how not in ("inner", "left"):
             raise PipelineError(f"stage {self.name!r}: hash_join how must be 'inner' or 'left', got {how!r}")
         _check_bounded(other, "the build side of hash_join")
-        params = {"key_fn": _callable(key_fn, "hash_join", self), "other_key_fn": _callable(other_key_fn, "hash_join", self),
-                  "how": how}
-        return self._next("hash_join", name or "hash-join", params, upstream=[self.node, other.node],
+        spec = HashJoinSpec(_callable(key_fn, "hash_join", self), _callable(other_key_fn, "hash_join", self), how)
+        return self._next(spec, name or "hash-join", upstream=[self.node, other.node],
                           timestamped=self.node.timestamped)
 
     def co_group(self, other: Stage, key_fn: Callable[[Any], Hashable], other_key_fn: Callable[[Any], Hashable],
@@ -223,23 +245,23 @@ class Stage:
         if window is not None:
             _check_window(self, window)
             _check_window(other, window)
-            tagged = self.map(_Tag(0, key_fn), name=f"{name or 'co-group'}-left") \
-                .merge(other.map(_Tag(1, other_key_fn), name=f"{name or 'co-group'}-right"))
-            return tagged.group_by(_tag_key).window(window).aggregate(_CO_GROUP, name=name or "co-group")
+            tagged = self.map(Tag(0, key_fn), name=f"{name or 'co-group'}-left") \
+                .merge(other.map(Tag(1, other_key_fn), name=f"{name or 'co-group'}-right"))
+            return tagged.group_by(tag_key).window(window).aggregate(CO_GROUP, name=name or "co-group")
         _check_bounded(self, "co_group (without a window)")
         _check_bounded(other, "co_group (without a window)")
-        params = {"key_fn": key_fn, "other_key_fn": other_key_fn}
-        return self._next("co_group", name or "co-group", params, upstream=[self.node, other.node], timestamped=False)
+        return self._next(CoGroupSpec(key_fn, other_key_fn), name or "co-group", upstream=[self.node, other.node],
+                          timestamped=False)
 
     def rebalance(self, key_fn: Callable[[Any], Hashable] | None = None) -> Stage:
         """Spread items over the next stage's instances (round-robin, or by ``key_fn``); stops fusion."""
-        return self._next("rebalance", "rebalance", {"key_fn": key_fn})
+        return self._next(RebalanceSpec(key_fn), "rebalance")
 
     def set_local_parallelism(self, n: int) -> Stage:
         """Run this stage with ``n`` parallel instances."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise PipelineError(f"stage {self.name!r}: local parallelism must be an int >= 1, got {n!r}")
-        if self.node.kind == "rebalance":
+        if isinstance(self.node.spec, RebalanceSpec):
             raise PipelineError("set the parallelism on the stage after rebalance()")
         self.node.local_parallelism = n
         return self
@@ -263,8 +285,7 @@ class Stage:
                 f"stage {self.name!r}: sink {sink.name!r} needs timestamped items; "
                 "use a timestamped source or add_timestamps() first"
             )
-        node = self.pipeline._add("sink", sink.name, [self.node], {"sink": sink}, sink.local_parallelism,
-                                  timestamped=False)
+        node = self.pipeline._add(SinkSpec(sink), sink.name, [self.node], sink.local_parallelism, timestamped=False)
         return SinkStage(self.pipeline, node)
 
 
@@ -274,8 +295,8 @@ class SinkStage(Stage):
     def _refuse(self, what: str) -> Any:
         raise PipelineError(f"stage {self.node.name!r} is a sink: nothing can follow it (tried .{what}())")
 
-    def _next(self, kind: str, *args: Any, **kwargs: Any) -> Stage:
-        return self._refuse(kind)
+    def _next(self, spec: StageSpec, *args: Any, **kwargs: Any) -> Stage:
+        return self._refuse(spec.kind)
 
     def group_by(self, *args: Any, **kwargs: Any) -> GroupedStage:
         return self._refuse("group_by")
@@ -300,8 +321,7 @@ class GroupedStage:
     def aggregate(self, op: AggregateOperation, name: str | None = None) -> Stage:
         _check_op(self.stage, op)
         _check_bounded(self.stage, "group_by(...).aggregate")
-        return self.stage._next("group_aggregate", name or "group-aggregate", {"op": op, "key_fn": self.key_fn},
-                                timestamped=False)
+        return self.stage._next(GroupAggregateSpec(self.key_fn, op), name or "group-aggregate", timestamped=False)
 
     def window(self, window_def: WindowDefinition) -> WindowedStage:
         _check_window(self.stage, window_def)
@@ -322,41 +342,8 @@ class WindowedStage:
             raise PipelineError(f"stage {self.stage.name!r}: session windows need an aggregate op with combine")
         if self.window_def.kind == "sliding" and not self.window_def.is_tumbling and op.combine is None:
             raise PipelineError(f"stage {self.stage.name!r}: sliding windows need an aggregate op with combine")
-        params = {"op": op, "key_fn": self.key_fn, "window": self.window_def}
-        return self.stage._next("window_aggregate", name or f"window-{self.window_def!r}", params, timestamped=True)
-
-
-class _Tag:
-    """Marks an item with its side of a windowed co_group and its key: ``(side, key, item)``
-    (``side`` and ``key_fn`` are public for tools)."""
-
-    def __init__(self, side: int, key_fn: Callable[[Any], Hashable]):
-        self.side, self.key_fn = side, key_fn
-        self.__name__ = f"tag-{side}"
-
-    def __call__(self, item: Any) -> tuple:
-        return self.side, self.key_fn(item), item
-
-
-def _tag_key(tagged: tuple) -> Hashable:
-    return tagged[1]
-
-
-_tag_key.__jetbench_code__ = "x[1]"  # what the DAG builder shows for it
-
-
-def _co_group_accumulate(acc: tuple, tagged: tuple) -> tuple:
-    acc[tagged[0]].append(tagged[2])
-    return acc
-
-
-def _co_group_combine(a: tuple, b: tuple) -> tuple:
-    a[0].extend(b[0])
-    a[1].extend(b[1])
-    return a
-
-
-_CO_GROUP = AggregateOperation(create=lambda: ([], []), accumulate=_co_group_accumulate, combine=_co_group_combine)
+        spec = WindowAggregateSpec(self.key_fn, op, self.window_def)
+        return self.stage._next(spec, name or f"window-{self.window_def!r}", timestamped=True)
 
 
 def _fn_name(kind: str, fn: Callable[..., Any]) -> str:

@@ -8,11 +8,14 @@ vertex.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from .aggregate_operation import AggregateOperation, require_operation
 from .emitter import EmittingProcessor
+from .planning import Output, Planner, PlanNode, StageSpec, pair_key
 from .supplier import ProcessorSupplier
 
 _MISSING = object()
@@ -145,3 +148,56 @@ def aggregate(op: AggregateOperation) -> AggregateSupplier:
 #: the global (non-keyed) suppliers under names that do not clash with ``jetbench.aggregate``
 global_accumulate, global_combine, global_aggregate = accumulate, combine, aggregate
 
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AggregateSpec(StageSpec):
+    """``stage.aggregate(op)``: one result over all items.
+
+    Planning: with ``op.combine``, two stages (accumulate per instance -> all-to-one -> combine,
+    parallelism 1); without, one vertex of parallelism 1 that sees every item.
+    """
+
+    op: AggregateOperation
+    kind: ClassVar[str] = "aggregate"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        op = self.op
+        if op.combine is not None:
+            acc = planner.vertex(f"{node.name}-accumulate", accumulate(op), node.local_parallelism)
+            planner.connect(node.upstream[0], acc, plain=True)
+            final = planner.vertex(f"{node.name}-combine", combine(op), 1)
+            planner.link(acc, final, Routing.ALL_TO_ONE)
+        else:
+            final = planner.vertex(node.name, aggregate(op), 1)
+            planner.connect(node.upstream[0], final, routing=Routing.ALL_TO_ONE, plain=True)
+        planner.produce(node, Output(final, False))
+
+
+@dataclass(frozen=True)
+class GroupAggregateSpec(StageSpec):
+    """``stage.group_by(key_fn).aggregate(op)``: ``(key, result)`` per key.
+
+    Planning: with ``op.combine``, stage 1 takes any item (unicast) and pre-aggregates what it
+    sees; the edge to stage 2 is partitioned by key and carries one accumulator per key per
+    instance. Without, one stage behind an edge partitioned by ``key_fn``.
+    """
+
+    key_fn: Callable[[Any], Hashable]
+    op: AggregateOperation
+    kind: ClassVar[str] = "group_aggregate"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        op, key_fn, lp = self.op, self.key_fn, node.local_parallelism
+        if op.combine is not None:
+            acc = planner.vertex(f"{node.name}-accumulate", accumulate_by_key(key_fn, op), lp)
+            planner.connect(node.upstream[0], acc, plain=True)
+            final = planner.vertex(f"{node.name}-combine", combine_by_key(op), lp)
+            planner.link(acc, final, Routing.PARTITIONED, pair_key)
+        else:
+            final = planner.vertex(node.name, aggregate_by_key(key_fn, op), lp)
+            planner.connect(node.upstream[0], final, routing=Routing.PARTITIONED, key_fn=key_fn, plain=True)
+        planner.produce(node, Output(final, False))

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from ..core.dag import Routing
+from .aggregate_operation import AggregateOperation
 from .emitter import EmittingProcessor
 from .hash_join import _check_keys
+from .planning import Output, Planner, PlanNode, StageSpec
 from .supplier import ProcessorSupplier
 
 
@@ -55,3 +59,66 @@ class CoGroup(ProcessorSupplier):
 def co_group(left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]) -> CoGroup:
     """A vertex supplier grouping two keyed inputs (ordinals 0 and 1) by key, at the end of input."""
     return CoGroup(left_key, right_key)
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CoGroupSpec(StageSpec):
+    """``stage.co_group(other, key_fn, other_key_fn)`` of two batch stages.
+
+    Planning: both inputs partitioned by their key, so a key's items of both sides meet in
+    one instance. (With a window, the Pipeline API writes co_group as tagged items merged and
+    window-aggregated with `CO_GROUP`, see `Tag`.)
+    """
+
+    key_fn: Callable[[Any], Hashable]
+    other_key_fn: Callable[[Any], Hashable]
+    kind: ClassVar[str] = "co_group"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        left, right = node.upstream
+        vertex = planner.vertex(node.name, co_group(self.key_fn, self.other_key_fn), node.local_parallelism)
+        planner.connect(left, vertex, ordinal=0, routing=Routing.PARTITIONED, key_fn=self.key_fn, plain=True)
+        planner.connect(right, vertex, ordinal=1, routing=Routing.PARTITIONED, key_fn=self.other_key_fn, plain=True)
+        planner.produce(node, Output(vertex, False))
+
+
+class Tag:
+    """Marks an item with its side of a windowed co_group and its key: ``(side, key, item)``
+    (``side`` and ``key_fn`` are public for tools)."""
+
+    def __init__(self, side: int, key_fn: Callable[[Any], Hashable]):
+        self.side, self.key_fn = side, key_fn
+        self.__name__ = f"tag-{side}"
+
+    def __call__(self, item: Any) -> tuple[int, Hashable, Any]:
+        return self.side, self.key_fn(item), item
+
+
+def tag_key(tagged: tuple[int, Hashable, Any]) -> Hashable:
+    """The key of a tagged item."""
+    return tagged[1]
+
+
+tag_key.__jetbench_code__ = "x[1]"  # type: ignore[attr-defined]  # what the DAG builder shows for it
+
+
+def _co_group_create() -> tuple[list[Any], list[Any]]:
+    return [], []
+
+
+def _co_group_accumulate(acc: tuple[list[Any], list[Any]], tagged: tuple[int, Hashable, Any]) -> tuple[list[Any], list[Any]]:
+    acc[tagged[0]].append(tagged[2])
+    return acc
+
+
+def _co_group_combine(a: tuple[list[Any], list[Any]], b: tuple[list[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
+    a[0].extend(b[0])
+    a[1].extend(b[1])
+    return a
+
+
+#: Tagged items of both sides into ``([left items], [right items])`` per window and key.
+CO_GROUP = AggregateOperation(create=_co_group_create, accumulate=_co_group_accumulate, combine=_co_group_combine)

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from .emitter import EmittingProcessor
+from .planning import Output, Planner, PlanNode, StageSpec
 from .supplier import ProcessorSupplier
 
 JOIN_KINDS = ("inner", "left")
@@ -112,3 +115,29 @@ def hash_join(
     """A vertex supplier joining probe items (ordinal 0) against a build side (ordinal 1)."""
     return HashJoin(left_key, right_key, how, timestamped)
 
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HashJoinSpec(StageSpec):
+    """``stage.hash_join(other, key_fn, other_key_fn, how)``.
+
+    Planning: the probe side (this stage) goes to input 0 as it is; the build side (``other``)
+    is broadcast to input 1 at a higher priority, so it is loaded before any probe item.
+    """
+
+    key_fn: Callable[[Any], Hashable]
+    other_key_fn: Callable[[Any], Hashable]
+    how: str = "inner"
+    kind: ClassVar[str] = "hash_join"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        left, right = node.upstream
+        timestamped = planner.output(left).timestamped
+        vertex = planner.vertex(node.name, hash_join(self.key_fn, self.other_key_fn, self.how, timestamped=timestamped),
+                                node.local_parallelism)
+        planner.connect(left, vertex, ordinal=0)
+        planner.connect(right, vertex, ordinal=1, routing=Routing.BROADCAST, priority=-1, plain=True)
+        planner.produce(node, Output(vertex, timestamped))

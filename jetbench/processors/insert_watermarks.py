@@ -38,14 +38,17 @@ import time
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import accumulate
 from operator import itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
+from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.items import IDLE_MESSAGE, Watermark
 from ..core.processor import Processor
 from .emitter import Emitter
+from .planning import Output, Planner, PlanNode, StageSpec
 from .supplier import ProcessorSupplier
 
 _first = itemgetter(0)
@@ -228,3 +231,31 @@ def insert_watermarks(
     ``ts_fn=None``: the input already consists of ``(ts, item)`` pairs.
     """
     return InsertWatermarks(ts_fn, allowed_lag, throttle_frame, idle_timeout_ms)
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimestampsSpec(StageSpec):
+    """``stage.add_timestamps(ts_fn, allowed_lag)``: items become ``(ts, item)`` with watermarks.
+
+    Planning: isolated from the stage before, as in Jet, so each upstream instance's order
+    survives into its own watermarks (unicast when this stage has fewer instances).
+    """
+
+    ts_fn: Callable[[Any], int | float]
+    allowed_lag: int | float
+    idle_timeout_ms: int | float | None
+    kind: ClassVar[str] = "timestamps"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        supplier = insert_watermarks(self.ts_fn, self.allowed_lag, planner.watermark_frame, self.idle_timeout_ms)
+        up = node.upstream[0]
+        upstream = planner.output(up)
+        lp = node.local_parallelism or upstream.vertex.local_parallelism
+        vertex = planner.vertex(node.name, supplier, lp)
+        up_lp = upstream.vertex.local_parallelism
+        isolated = up_lp is None and lp is None or (up_lp is not None and lp is not None and lp >= up_lp)
+        planner.connect(up, vertex, routing=Routing.ISOLATED if isolated else Routing.UNICAST, plain=True)
+        planner.produce(node, Output(vertex, True))

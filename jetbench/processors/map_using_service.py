@@ -8,10 +8,12 @@ output is ``(ts, fn(service, x))``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..core.errors import JetbenchError
 from .emitter import EmittingProcessor
+from .planning import Planner, PlanNode, StageSpec, plan_unary
 from .supplier import ProcessorSupplier
 
 
@@ -86,3 +88,18 @@ def map_using_service(
     return MapUsingService(service_factory, fn, timestamped)
 
 
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MapUsingServiceSpec(StageSpec):
+    """``stage.map_using_service(service_factory, fn)``: one vertex, items keep their timestamps."""
+
+    service_factory: Callable[[], Any]
+    fn: Callable[[Any, Any], Any]
+    kind: ClassVar[str] = "map_using_service"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        plan_unary(planner, node, lambda ts: map_using_service(self.service_factory, self.fn, timestamped=ts))

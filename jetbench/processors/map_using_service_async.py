@@ -14,11 +14,13 @@ import inspect
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..core.errors import JetbenchError
 from .emitter import EmittingProcessor
 from .map_using_service import _check_service, _close_service
+from .planning import Planner, PlanNode, StageSpec, plan_unary
 from .supplier import ProcessorSupplier
 
 #: Seconds `AsyncMapP.close` waits for its event loop to cancel the calls in flight and stop.
@@ -220,3 +222,21 @@ def map_using_service_async(
     """A vertex supplier emitting ``await async_fn(service, item)``, up to ``max_concurrent``
     calls in flight per instance, in input order unless ``preserve_order=False``."""
     return MapUsingServiceAsync(service_factory, async_fn, max_concurrent, preserve_order, timestamped)
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MapUsingServiceAsyncSpec(StageSpec):
+    """``stage.map_using_service_async(service_factory, async_fn, max_concurrent)``: one vertex,
+    items keep their timestamps."""
+
+    service_factory: Callable[[], Any]
+    fn: Callable[[Any, Any], Any]
+    max_concurrent: int
+    kind: ClassVar[str] = "map_using_service_async"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        plan_unary(planner, node, lambda ts: map_using_service_async(
+            self.service_factory, self.fn, max_concurrent=self.max_concurrent, timestamped=ts))

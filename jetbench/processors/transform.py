@@ -11,9 +11,11 @@ so a fused chain costs one pass and no per-step queue hop.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from .emitter import EmittingProcessor
+from .planning import Output, Planner, PlanNode, StageSpec
 from .supplier import ProcessorSupplier
 
 MAP, FILTER, FLAT_MAP = "map", "filter", "flat_map"
@@ -192,3 +194,104 @@ def filter_processor(fn: Callable[[Any], Any]) -> TransformSupplier:
 def flat_map_processor(fn: Callable[[Any], Iterable[Any]]) -> TransformSupplier:
     """A vertex supplier emitting every item of ``fn(item)``."""
     return TransformSupplier(Transform().flat_map(fn))
+
+
+class Peek:
+    """A ``peek`` stage as a map step: calls ``fn(item)`` and returns the item."""
+
+    __slots__ = ("fn", "__name__")
+
+    def __init__(self, fn: Callable[[Any], Any]):
+        self.fn = fn
+        self.__name__ = "peek"
+
+    def __call__(self, item: Any) -> Any:
+        self.fn(item)
+        return item
+
+    def __getstate__(self) -> Any:
+        return self.fn
+
+    def __setstate__(self, state: Any) -> None:
+        self.fn, self.__name__ = state, "peek"
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatelessSpec(StageSpec):
+    """A map, filter, flat_map or peek stage: one step of a `Transform`.
+
+    Planning: the step joins the transform vertex before it (fusion) when that vertex has no
+    other consumer, no rebalance follows it, the parallelism is the same and the pipeline
+    fuses; otherwise it gets a transform vertex of its own.
+    """
+
+    fn: Callable[[Any], Any]
+    #: the `Transform` method this stage adds a step with
+    step: ClassVar[str] = MAP
+
+    def step_fn(self) -> Callable[[Any], Any]:
+        return self.fn
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        (up,) = node.upstream
+        source = planner.output(up)
+        vertex = source.vertex
+        if (
+            planner.fuse
+            and vertex.transform is not None
+            and not source.rebalance
+            and planner.consumers(up) == 1
+            and vertex.local_parallelism == node.local_parallelism
+        ):
+            vertex.transform = getattr(vertex.transform, self.step)(self.step_fn())
+            vertex.names.append(node.name)
+            planner.produce(node, Output(vertex, source.timestamped))
+            return
+        transform = getattr(Transform(timestamped=source.timestamped), self.step)(self.step_fn())
+        target = planner.vertex(node.name, None, node.local_parallelism, transform)
+        planner.connect(up, target)
+        planner.produce(node, Output(target, source.timestamped))
+
+
+@dataclass(frozen=True)
+class MapSpec(StatelessSpec):
+    kind: ClassVar[str] = MAP
+    step: ClassVar[str] = MAP
+
+
+@dataclass(frozen=True)
+class FilterSpec(StatelessSpec):
+    kind: ClassVar[str] = FILTER
+    step: ClassVar[str] = FILTER
+
+
+@dataclass(frozen=True)
+class FlatMapSpec(StatelessSpec):
+    kind: ClassVar[str] = FLAT_MAP
+    step: ClassVar[str] = FLAT_MAP
+
+
+@dataclass(frozen=True)
+class PeekSpec(StatelessSpec):
+    kind: ClassVar[str] = "peek"
+    step: ClassVar[str] = MAP
+
+    def step_fn(self) -> Callable[[Any], Any]:
+        return Peek(self.fn)
+
+
+@dataclass(frozen=True)
+class MergeSpec(StageSpec):
+    """All items of several stages: a transform vertex with no step and one input per stage."""
+
+    kind: ClassVar[str] = "merge"
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        timestamped = planner.output(node.upstream[0]).timestamped
+        vertex = planner.vertex(node.name, None, node.local_parallelism, Transform(timestamped=timestamped))
+        for ordinal, up in enumerate(node.upstream):
+            planner.connect(up, vertex, ordinal=ordinal)
+        planner.produce(node, Output(vertex, timestamped))

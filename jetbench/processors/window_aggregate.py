@@ -31,14 +31,17 @@ import heapq
 import math
 from bisect import bisect_right
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
+from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.items import Watermark
 from ..core.processor import Processor
 from .aggregate_operation import AggregateOperation
 from .emitter import Emitter
+from .planning import EventKey, Output, Planner, PlanNode, StageSpec
 from .window_definition import WindowDefinition, WindowResult
 
 _MISSING = object()
@@ -467,3 +470,35 @@ def window_aggregate(
     """A vertex supplier aggregating ``(ts, item)`` pairs into windows; emits
     ``(end, WindowResult(start, end, key, value))`` as watermarks pass window ends."""
     return WindowAggregate(key_fn, op, window_def)
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowAggregateSpec(StageSpec):
+    """``stage.window(w).aggregate(op)`` (or grouped first): `WindowResult` items per window.
+
+    Planning: keyed, one vertex behind an edge partitioned by the item's key; global, one
+    vertex of parallelism 1 behind an all-to-one edge. Watermarks are throttled to the window's
+    frame (`frame_size`).
+    """
+
+    key_fn: Callable[[Any], Hashable] | None
+    op: AggregateOperation
+    window: WindowDefinition
+    kind: ClassVar[str] = "window_aggregate"
+
+    @property
+    def frame_size(self) -> int | None:
+        return self.window.frame_size
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        supplier = window_aggregate(self.key_fn, self.op, self.window)
+        if self.key_fn is None:
+            vertex = planner.vertex(node.name, supplier, 1)
+            planner.connect(node.upstream[0], vertex, routing=Routing.ALL_TO_ONE)
+        else:
+            vertex = planner.vertex(node.name, supplier, node.local_parallelism)
+            planner.connect(node.upstream[0], vertex, routing=Routing.PARTITIONED, key_fn=EventKey(self.key_fn))
+        planner.produce(node, Output(vertex, True))

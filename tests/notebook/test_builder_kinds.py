@@ -277,7 +277,7 @@ def test_spark_parquet_source_builds_exports_and_runs_without_a_session(tmp_path
     src = m.add_vertex("spark_parquet", name="words", params={"path": str(path), "columns": "['word']", "as_": "value"})
     m.connect(src, m.add_vertex("collect", name="out"))
     loaded = round_trips(m, tmp_path)
-    assert "from jetbench.spark.sources import parquet" in m.to_code()
+    assert "from jetbench.spark.dataframe_sources import parquet" in m.to_code()
     assert sorted(run(loaded.to_dag())) == ["a", "a", "b"]
     m.update_vertex(src, params={"as_": "frame"})
     assert messages(m, "words") == [("as_: must be one of dict, tuple, row, value, got 'frame'", "error")]
@@ -425,8 +425,8 @@ def test_opaque_only_when_the_code_cannot_be_shown_and_the_reason_is_on_the_badg
     reasons = {v["name"]: v["params"].get("reason") for v in m.vertices if v["kind"] == "custom"}
     assert reasons == {"closes": "step 1 (map): its code uses offset, which the notebook namespace does not have",
                        "nosrc": "step 1 (map): its source is not available",
-                       "hand": "its aggregate operation is hand-made; the palette offers counting(), summing, averaging, "
-                               "min_by, max_by, to_list(), to_set"}
+                       "hand": "its aggregate operation is hand-made; the palette offers counting, summing, averaging, "
+                               "min_by, max_by, to_list, to_set"}
     badges = m.problems_json()["vertices"]
     assert badges[m.vertex("closes")["id"]] == [{"target": "vertex", "id": m.vertex("closes")["id"], "level": "info",
                                                  "message": "opaque: " + reasons["closes"]}]

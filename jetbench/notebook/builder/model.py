@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -935,7 +936,7 @@ class BuilderModel:
             return "latency", {"limit": supplier.limit}
         if supplier is NoopSinkP:
             return "noop", {}
-        if type(supplier).__module__ == "jetbench.spark.sources":
+        if type(supplier).__module__ == "jetbench.spark.dataframe_sources":
             return self._read_spark(supplier)
         if isinstance(supplier, type) and issubclass(supplier, Processor):
             path = class_path(supplier)
@@ -946,7 +947,7 @@ class BuilderModel:
         return None
 
     def _read_spark(self, supplier: Any) -> tuple[str, dict[str, Any]] | None:
-        from ...spark.sources import DataFrameSource, ParquetSource
+        from ...spark.dataframe_sources import DataFrameSource, ParquetSource
 
         decoder = supplier.decoder
         common = {"as_": decoder.kind, "timestamp": decoder.timestamp or ""}
@@ -1221,7 +1222,7 @@ def _fingerprint(source: Any) -> Any:
     if isinstance(nodes, list):
         return getattr(source, "fuse", None), tuple(
             (n.kind, n.name, tuple(u.name for u in n.upstream), n.local_parallelism,
-             tuple((k, id(value)) for k, value in n.params.items())) for n in nodes)
+             tuple((f.name, id(getattr(n.spec, f.name))) for f in dataclasses.fields(n.spec))) for n in nodes)
     return None
 
 

@@ -88,8 +88,9 @@ def code_or_reason(fn: Any, args: tuple[str, ...], ns: dict[str, Any],
 
 
 def _wrapper_code(fn: Any, args: tuple[str, ...], ns: dict[str, Any]) -> str | None:
-    from ...pipeline.planner import EventKey, Peek
-    from ...pipeline.stages import _Tag
+    from ...processors.co_group import Tag
+    from ...processors.planning import EventKey
+    from ...processors.transform import Peek
 
     if isinstance(fn, EventKey) and len(args) == 1:
         return function_code(fn.key_fn, (f"{_paren(args[0])}[1]",), ns)
@@ -98,7 +99,7 @@ def _wrapper_code(fn: Any, args: tuple[str, ...], ns: dict[str, Any]) -> str | N
         if not _is_expression(inner):
             raise Unreadable("a peek of a function that is not one expression")
         return f"{inner}\nreturn {args[0]}"
-    if isinstance(fn, _Tag) and len(args) == 1:
+    if isinstance(fn, Tag) and len(args) == 1:
         key = function_code(fn.key_fn, args, ns)
         if not _is_expression(key):
             raise Unreadable("a co-group key that is not one expression")
