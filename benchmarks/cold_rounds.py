@@ -1,6 +1,7 @@
-"""What a real sleep does to the next round: seed 004's job under the timer strategy (1000 us
-floor), once sleeping between rounds as usual and once spin-waiting instead (the same wake-up
-times, but the thread never leaves the core, so its caches stay warm).
+"""What a real sleep does to the next round: the idle-CPU job (`jetbench.experiments.idle_job`)
+under the timer strategy (1000 us floor), once sleeping between rounds as usual and once
+spin-waiting instead (the same wake-up times, but the thread never leaves the core, so its
+caches stay warm).
 
     .venv/bin/python benchmarks/cold_rounds.py [--rates 1000 250000] [--seconds 3] [--repeat 3]
 

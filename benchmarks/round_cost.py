@@ -1,5 +1,6 @@
-"""CPU cost of one round of seed 004's job: its 10 tasklets called once each, in this thread,
-on 1 ms ticks (spin-waited, so no sleep and no thread switch blurs the figure).
+"""CPU cost of one round of the idle-CPU job (`jetbench.experiments.idle_job`): its 10 tasklets
+called once each, in this thread, on 1 ms ticks (spin-waited, so no sleep and no thread switch
+blurs the figure).
 
     .venv/bin/python benchmarks/round_cost.py [--rates 1000 250000] [--repeat 5]
     .venv/bin/python benchmarks/round_cost.py --baseline /tmp/base   # A/B against another checkout

@@ -28,7 +28,7 @@ def corpus(lines: int = 200_000, vocabulary_size: int = 20_000, seed: int = 42, 
     """Lines of text whose word frequencies follow Zipf's law (exponent ``zipf_s``).
 
     Words are mixed-case and separated by spaces and punctuation, so a word count must
-    lower-case and split on non-word characters, as seed 002's does.
+    lower-case and split on non-word characters, as `jetbench.wordcount.tokenize` does.
 
     >>> corpus(2, vocabulary_size=50, seed=1)[0][:20]  # doctest: +SKIP
     'Kalo mine, ru ta ...'

@@ -1,4 +1,5 @@
-"""Seed 004's job without a rate limit: ints -> 6 identity maps -> count per window of 1000 items.
+"""The idle-CPU job of Jet's "Idle Green Threads" blog post (2019) without a rate limit:
+ints -> 6 identity maps -> count per window of 1000 items.
 
 Ways to run it, in one process: the jetbench DAG (6 separate map vertices, not fused), the
 Pipeline version (``--fused``: the planner fuses the maps), one plain fused Python loop calling
@@ -37,7 +38,7 @@ def window_key(x: int) -> int:
 
 
 def chain_dag(n: int) -> DAG:
-    """The DAG version: six separate map vertices, as seed 004 ran it."""
+    """The DAG version: six separate map vertices, as the blog post's job has them."""
     dag = DAG()
     prev = dag.new_vertex("source", items_source(range(n)))
     for i in range(MAPS):

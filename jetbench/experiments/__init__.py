@@ -1,4 +1,5 @@
-"""Idle-CPU experiments: seed 004's job swept over rates, idle floors and idle strategies.
+"""Idle-CPU experiments: the job of Jet's "Idle Green Threads" blog post (2019), swept over rates,
+idle floors and idle strategies (the job itself: `jetbench.experiments.idle_job`).
 
 >>> from jetbench.experiments import sweep_points
 >>> len(sweep_points([1000, 250_000], [25, 1000], ["backoff", "timer"], 1.0, 0.5))  # 8 + 2 bare-sleep

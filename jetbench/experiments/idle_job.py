@@ -17,8 +17,8 @@ from .. import sinks
 from ..core import DAG, Edge
 from ..pipeline import Pipeline, Source
 from ..processors import Transform, counting, transform_processor
-from ..processors.transform import TransformP
 from ..processors.insert_watermarks import insert_watermarks
+from ..processors.transform import TransformP
 from ..processors.window_aggregate import window_aggregate
 from ..window import tumbling
 

@@ -42,7 +42,7 @@ def make_source(kind: str, rate: float, seconds: float) -> Any:
 def run_point(rate: float, min_idle_us: float, strategy: str = "backoff", seconds: float = 10.0,
               warmup: float = 2.0, max_idle_us: float | None = None, source: str = "generator",
               window_ms: int = 1000) -> dict[str, Any]:
-    """Run seed 004's job at ``rate`` and measure CPU, achieved rate, latency and wake-ups."""
+    """Run the idle-CPU job (`idle_job`) at ``rate`` and measure CPU, achieved rate, latency and wake-ups."""
     if strategy == "bare-sleep":
         return bare_sleep(min_idle_us, seconds, warmup)
     from ..core import ExecutionService, JobCancelled

@@ -1,4 +1,5 @@
-"""Reports of an idle sweep: seed 004's table beside jetbench's, and matplotlib figures."""
+"""Reports of an idle sweep: the table of Jet's "Idle Green Threads" blog post (2019) beside
+jetbench's, and matplotlib figures."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-#: Jet 3.0 on an m5.large, CPU % at each rate with the default 25 us floor (seed 004's table)
-#: and with a 1000 us floor (only the two rates the blog's text gives).
+#: Jet 3.0 on an m5.large, CPU % at each rate with the default 25 us floor (the table of Jet's
+#: "Idle Green Threads" blog post, 2019) and with a 1000 us floor (only the two rates its text gives).
 JET_BLOG_CPU = {
     25: {1_000: 18, 10_000: 23, 50_000: 29, 250_000: 75, 500_000: 96, 1_000_000: 100},
     1000: {1_000: 1, 250_000: 19},
@@ -148,7 +149,8 @@ def plot_cpu_vs_rate(frame: pd.DataFrame) -> Figure:
                 label=f"Jet 3.0 blog, floor {floor} us")
     for _, row in frame[frame["strategy"] == "bare-sleep"].iterrows():
         ax.axhline(row["cpu_percent"], linestyle="--", linewidth=0.8, color="tab:gray")
-    return _log_x_figure(fig, ax, "items per second", "process CPU % (of one core)", "Idle CPU: seed 004's job")
+    return _log_x_figure(fig, ax, "items per second", "process CPU % (of one core)",
+                         "Idle CPU: the job of Jet's \"Idle Green Threads\" post")
 
 
 def plot_latency_vs_floor(frame: pd.DataFrame) -> Figure:

@@ -109,9 +109,9 @@ def idle_sweep(
     progress: bool = True,
     repeats: int = 1,
 ) -> pd.DataFrame:
-    """Run seed 004's job at every rate x idle floor x strategy, each in a fresh subprocess,
-    plus a bare-sleep row per floor; return a DataFrame (also written to ``csv_path``, by
-    default ``~/.cache/jetbench/experiments/idle_sweep.csv``).
+    """Run the idle-CPU job (`idle_job`) at every rate x idle floor x strategy, each in a fresh
+    subprocess, plus a bare-sleep row per floor; return a DataFrame (also written to
+    ``csv_path``, by default ``~/.cache/jetbench/experiments/idle_sweep.csv``).
 
     ``repeats`` > 1 runs the whole set of points that many times, one full pass after another
     (so a noisy spell on the machine spreads over every configuration instead of spoiling one);
