@@ -3,7 +3,8 @@
 Standard library only.
 """
 
-from .dag import DAG, DEFAULT_QUEUE_SIZE, Edge, Routing, Vertex
+from .clock import SYSTEM_CLOCK, Clock, MockClock, SystemClock
+from .dag import DAG, Edge, Vertex
 from .errors import (
     DagError,
     JetbenchError,
@@ -14,30 +15,30 @@ from .errors import (
     RunnerError,
 )
 from .execution import ExecutionService
-from .idle import BackoffIdler, IdleConfig
+from .idle import BackoffIdler, IdleConfig, Idler, TimerIdler
 from .inbox import Inbox
 from .items import DONE, IDLE_MESSAGE, Watermark
 from .job import Job, JobStatus
-from .metrics import (
-    JobMetrics,
-    MetricsSampler,
-    QueueStatistics,
-    TaskletStatistics,
-    WorkerStatistics,
-)
+from .metrics import JobMetrics, QueueStatistics, TaskletStatistics, WorkerStatistics
 from .outbox import Outbox
 from .processor import Processor, ProcessorContext
+from .queues import DEFAULT_QUEUE_SIZE
+from .routing import Routing
+from .sampler import MetricsSampler
 
 __all__ = [
     "DAG",
     "DEFAULT_QUEUE_SIZE",
     "DONE",
     "IDLE_MESSAGE",
+    "SYSTEM_CLOCK",
     "BackoffIdler",
+    "Clock",
     "DagError",
     "Edge",
     "ExecutionService",
     "IdleConfig",
+    "Idler",
     "Inbox",
     "JetbenchError",
     "Job",
@@ -47,6 +48,7 @@ __all__ = [
     "JobStatus",
     "JobTimeout",
     "MetricsSampler",
+    "MockClock",
     "Outbox",
     "PipelineError",
     "Processor",
@@ -54,7 +56,9 @@ __all__ = [
     "QueueStatistics",
     "Routing",
     "RunnerError",
+    "SystemClock",
     "TaskletStatistics",
+    "TimerIdler",
     "Vertex",
     "Watermark",
     "WorkerStatistics",

@@ -13,23 +13,15 @@ DAG(vertices=['source', 'double', 'sink'], edges=2)
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from .errors import DagError
+from .queues import DEFAULT_QUEUE_SIZE
+from .render import to_dot, to_svg
+from .routing import Routing
 
-DEFAULT_QUEUE_SIZE = 1024
-
-
-class Routing(enum.Enum):
-    """How an edge spreads items over the consumer's parallel instances."""
-
-    UNICAST = "unicast"  # each batch to one instance, round-robin, skipping full queues
-    PARTITIONED = "partitioned"  # same key -> same instance
-    BROADCAST = "broadcast"  # every item to every instance
-    ISOLATED = "isolated"  # producer i feeds a fixed, disjoint subset of consumers
-    ALL_TO_ONE = "all-to-one"  # everything to a single consumer instance
+__all__ = ["DAG", "DEFAULT_QUEUE_SIZE", "Edge", "Routing", "Vertex"]
 
 
 class Vertex:
@@ -48,7 +40,7 @@ class Vertex:
             raise DagError(f"vertex {name!r}: supplier must be callable, got {supplier!r}")
         self._name = name
         self.supplier = supplier
-        self._local_parallelism = None
+        self._local_parallelism: int | None = None
         self.local_parallelism = local_parallelism
 
     @property
@@ -99,6 +91,13 @@ class Edge:
     def from_(cls, source: Vertex, ordinal: int = 0) -> Edge:
         """Start an edge at ``ordinal`` of ``source``; finish it with `to`."""
         return cls(source, ordinal)
+
+    @property
+    def target(self) -> Vertex:
+        """The destination of a finished edge (one given `to`); `DagError` on an unfinished one."""
+        if self.destination is None:
+            raise DagError(f"{self}: destination missing; finish the edge with .to(vertex)")
+        return self.destination
 
     def to(self, destination: Vertex, ordinal: int = 0) -> Edge:
         _check_vertex(destination, f"edge from {self.source.name!r}: destination")
@@ -196,7 +195,7 @@ class DAG:
             raise DagError(f"DAG.edge() takes an Edge, got {edge!r}")
         if edge.destination is None:
             raise DagError(f"{edge}: destination missing; finish the edge with .to(vertex)")
-        for end in (edge.source, edge.destination):
+        for end in (edge.source, edge.target):
             if self._vertices.get(end.name) is not end:
                 raise DagError(f"{edge}: vertex {end.name!r} is not in this DAG; add it with new_vertex()")
         self._edges.append(edge)
@@ -212,7 +211,7 @@ class DAG:
         """Vertices with every producer before its consumers; raises `DagError` on a cycle."""
         indegree = {name: 0 for name in self._vertices}
         for e in self._edges:
-            indegree[e.destination.name] += 1
+            indegree[e.target.name] += 1
         ready = [v for v in self._vertices.values() if indegree[v.name] == 0]
         order: list[Vertex] = []
         while ready:
@@ -220,9 +219,9 @@ class DAG:
             order.append(v)
             for e in self._edges:
                 if e.source is v:
-                    indegree[e.destination.name] -= 1
-                    if indegree[e.destination.name] == 0:
-                        ready.append(e.destination)
+                    indegree[e.target.name] -= 1
+                    if indegree[e.target.name] == 0:
+                        ready.append(e.target)
         if len(order) < len(self._vertices):
             stuck = [name for name, d in indegree.items() if d > 0]
             raise DagError(f"the DAG has a cycle through vertices {stuck}")
@@ -241,10 +240,10 @@ class DAG:
             if lp is not None and lp < 1:
                 raise DagError(f"vertex {v.name!r}: local_parallelism must be >= 1, got {lp}")
         for e in self._edges:
-            for end in (e.source, e.destination):
+            for end in (e.source, e.target):
                 if self._vertices.get(end.name) is not end:
                     raise DagError(f"{e}: vertex {end.name!r} is not in this DAG")
-            if e.source is e.destination:
+            if e.source is e.target:
                 raise DagError(f"{e}: an edge from vertex {e.source.name!r} to itself is a cycle")
         for v in self._vertices.values():
             _check_ordinals(v, [e.destination_ordinal for e in self.inbound_edges(v)], "inbound")
@@ -253,7 +252,7 @@ class DAG:
         for e in self._edges:
             if e.routing is Routing.ISOLATED:
                 up = e.source.local_parallelism or default_parallelism
-                down = e.destination.local_parallelism or default_parallelism
+                down = e.target.local_parallelism or default_parallelism
                 if up is not None and down is not None and down < up:
                     raise DagError(
                         f"{e}: an isolated edge needs the consumer's parallelism ({down}) to be at "
@@ -262,14 +261,10 @@ class DAG:
 
     def to_dot(self) -> str:
         """The DAG in Graphviz's DOT language."""
-        from .render import to_dot
-
         return to_dot(self)
 
     def _repr_svg_(self) -> str | None:
         """Notebooks show the DAG as an SVG drawn by Graphviz (when ``dot`` is installed)."""
-        from .render import to_svg
-
         return to_svg(self)
 
     def __repr__(self) -> str:

@@ -24,15 +24,17 @@ import threading
 import time
 import weakref
 from collections import deque
-from time import perf_counter_ns
+from collections.abc import Sequence
 from typing import Any
 
+from .clock import SYSTEM_CLOCK, Clock
 from .dag import DAG
 from .errors import JetbenchError, JobError
-from .idle import IDLE_STRATEGIES, IdleConfig, make_idler
+from .idle import IDLE_STRATEGIES, IdleConfig, Idler, make_idler
 from .job import Job, JobStatus
-from .metrics import MetricsSampler
-from .plan import build_tasklets, collect_result
+from .metrics import WorkerStatistics
+from .plan import build_plan
+from .sampler import MetricsSampler
 from .tasklet import DONE_STATE, ProcessorTasklet, TaskletAborted
 
 _job_ids = itertools.count(1)
@@ -54,17 +56,19 @@ class _Worker:
     kind = "cooperative"
 
     def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str,
-                 idle_strategy: str = "backoff"):
+                 idle_strategy: str = "backoff", clock: Clock = SYSTEM_CLOCK):
         self.index = index
         self.job = job
-        self.idler = make_idler(idle_strategy, idle_config)
+        self.idler: Idler = make_idler(idle_strategy, idle_config, clock)
         self.slow_call_ns = slow_call_ns
         self.tasklets: list[ProcessorTasklet] = []
         self.iteration_count = 0
         self.idle_count = 0
         self.final_cpu_s: float | None = None
-        self.colleagues: list[_Worker] = []
+        #: cooperative workers to wake when this one makes progress (it may have fed them)
+        self.colleagues: list[CooperativeWorker] = []
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._now_ns = clock.monotonic_ns
 
     @property
     def cpu_time_s(self) -> float:
@@ -72,6 +76,19 @@ class _Worker:
         if live is not None:
             return live
         return self.final_cpu_s or 0.0
+
+    def statistics(self) -> WorkerStatistics:
+        """A frozen record of this worker's counters (see `jetbench.core.metrics`)."""
+        return WorkerStatistics(
+            index=self.index,
+            kind=self.kind,
+            tasklet_count=len(self.tasklets),
+            iteration_count=self.iteration_count,
+            idle_count=self.idle_count,
+            parked_ms=self.idler.parked_ns / 1e6,
+            cpu_time_s=self.cpu_time_s,
+            alive=self.thread.is_alive(),
+        )
 
     def _main(self) -> None:
         try:
@@ -88,15 +105,16 @@ class _Worker:
 
     def _call(self, t: ProcessorTasklet) -> int:
         """One timed call; exceptions fail the job (or are the job's own teardown)."""
-        t0 = perf_counter_ns()
+        now_ns = self._now_ns
+        t0 = now_ns()
         try:
             r = t.call()
         except TaskletAborted:
             r = 0
         except Exception as exc:
-            self.job.record_failure(exc, t, t.state.lower())
+            self.job.record_failure(exc, t, t.state.name.lower())
             r = 0
-        dt = perf_counter_ns() - t0
+        dt = now_ns() - t0
         t.calls += 1
         t.busy_ns += dt
         if dt > self.slow_call_ns and t.cooperative:
@@ -124,10 +142,10 @@ class _Worker:
 class CooperativeWorker(_Worker):
     """Calls its tasklets round-robin; idles with exponential backoff after an idle round."""
 
-    def __init__(self, *args: Any, stealing: WorkStealing | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.stealing = stealing
-        self.colleagues: list[_Worker] = []  # workers to wake when this one makes progress
+    def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str,
+                 idle_strategy: str = "backoff", clock: Clock = SYSTEM_CLOCK):
+        super().__init__(index, job, idle_config, slow_call_ns, name, idle_strategy, clock)
+        self.stealing: WorkStealing | None = None  # set when work stealing is on
         self.incoming: deque[ProcessorTasklet] = deque()
         self.expected = 0  # tasklets marked for stealing by this worker, not yet handed over
 
@@ -148,16 +166,22 @@ class CooperativeWorker(_Worker):
                     stealing.release_marks(self)
                 continue
             progress = False
-            finished = None
+            finished: list[ProcessorTasklet] | None = None  # to dismiss after the round
             for t in tasklets:
                 if stealing is not None and t.steal_to is not None:
-                    finished = [t] if finished is None else [*finished, t]
+                    if finished is None:
+                        finished = [t]
+                    else:
+                        finished.append(t)
                     continue
                 r = call(t)
                 if r:
                     progress = True
                     if r & DONE_STATE:
-                        finished = [t] if finished is None else [*finished, t]
+                        if finished is None:
+                            finished = [t]
+                        else:
+                            finished.append(t)
             self.iteration_count += 1
             if finished is not None:
                 for t in finished:
@@ -274,7 +298,9 @@ class ExecutionService:
     per outbox bucket = the per-call emit budget), ``idle`` ("backoff", Jet's blind exponential
     backoff, or "timer", which sleeps until the earliest time a tasklet says it can progress and
     is woken by other threads handing it work), ``metrics_interval_s`` (record every job's
-    metrics at this interval in ``job.sampler``; off by default).
+    metrics at this interval in ``job.sampler``; off by default), ``clock`` (what workers, idlers,
+    jobs and processors read the time from and sleep on: the real clock unless a test passes a
+    `jetbench.core.clock.MockClock`).
     """
 
     def __init__(
@@ -289,6 +315,7 @@ class ExecutionService:
         noncooperative_max_idle_us: float = 5000,
         metrics_interval_s: float | None = None,
         idle: str = "backoff",
+        clock: Clock = SYSTEM_CLOCK,
     ):
         if isinstance(cooperative_threads, bool) or not isinstance(cooperative_threads, int) or cooperative_threads < 1:
             raise JetbenchError(f"cooperative_threads must be an int >= 1, got {cooperative_threads!r}")
@@ -304,6 +331,7 @@ class ExecutionService:
         if idle not in IDLE_STRATEGIES:
             raise JetbenchError(f"idle must be one of {sorted(IDLE_STRATEGIES)}, got {idle!r}")
         self.idle_strategy = idle
+        self.clock = clock
         self._cursor = 0
         self._lock = threading.Lock()
         self._running: weakref.WeakSet[Job] = weakref.WeakSet()
@@ -322,7 +350,7 @@ class ExecutionService:
         for job in jobs:
             for w in job.workers:
                 if isinstance(w, CooperativeWorker) and w.idler.name != strategy:
-                    w.idler = w.idler.replaced_by(make_idler(strategy, self.idle))
+                    w.idler = w.idler.replaced_by(make_idler(strategy, self.idle, self.clock))
 
     def _forget(self, job: Job) -> None:
         with self._lock:
@@ -330,61 +358,66 @@ class ExecutionService:
 
     def submit(self, dag: Any, name: str | None = None) -> Job:
         """Start ``dag`` (a `DAG`, or anything with ``to_dag()``) on background threads; return its `Job`."""
-        if not isinstance(dag, DAG) and hasattr(dag, "to_dag"):
-            dag = dag.to_dag()
-        if not isinstance(dag, DAG):
-            raise JetbenchError(f"submit() takes a DAG or a Pipeline, got {dag!r}")
-        job = Job(name or f"job-{next(_job_ids)}")
+        dag = _as_dag(dag)
+        job = Job(name or f"job-{next(_job_ids)}", self.clock)
         job.service = self
-        blocking: dict[int, BlockingWorker] = {}
+        blocking: dict[int, BlockingWorker] = {}  # by id(tasklet): whose outbox waits on which thread
 
         def wait_for_room(t: ProcessorTasklet) -> None:
             blocking[id(t)].wait_for_room(t)
 
         try:
-            tasklets = build_tasklets(dag, job, self.cooperative_threads, self.outbox_capacity, wait_for_room)
+            plan = build_plan(dag, self.cooperative_threads, self.outbox_capacity, wait_for_room, self.clock)
         except JobError as exc:  # a vertex supplier raised: the job fails and join() raises it
             job._fail(exc, JobStatus.FAILED)
             job._start([], lambda: None)
             return job
-        job.tasklets = tasklets
-        workers: list[_Worker] = [
+        job.tasklets = list(plan.tasklets)
+        job.edges = plan.edges
+        cooperative = self._deal_cooperative(job, plan.tasklets)
+        if self.work_stealing and len(cooperative) > 1:
+            _share_work(cooperative)
+        workers: list[_Worker] = [*cooperative, *self._dedicate_threads(job, plan.tasklets, blocking)]
+        for w in workers:
+            w.colleagues = [c for c in cooperative if c is not w]
+        with self._lock:
+            self._running.add(job)
+        job.add_done_listener(self._forget)
+        job._start(workers, plan.result)
+        if self.metrics_interval_s:
+            job.sampler = MetricsSampler(job, self.metrics_interval_s)
+        _start_threads(job, workers)
+        return job
+
+    def _deal_cooperative(self, job: Job, tasklets: Sequence[ProcessorTasklet]) -> list[CooperativeWorker]:
+        """Deal the cooperative tasklets round-robin over new cooperative workers, continuing from
+        where the previous job's deal stopped (as Jet does); return the workers that got any."""
+        workers = [
             CooperativeWorker(i, job, self.idle, self.slow_call_ns, f"jetbench.{job.name}.cooperative-{i}",
-                              idle_strategy=self.idle_strategy)
+                              self.idle_strategy, self.clock)
             for i in range(self.cooperative_threads)
         ]
-        cooperative = [t for t in tasklets if t.cooperative]
         with self._lock:
-            for t in cooperative:
-                w = workers[self._cursor % len(workers)]
-                self._cursor += 1
-                t.worker_index = w.index
-                w.tasklets.append(t)
-        workers = [w for w in workers if w.tasklets]
-        if self.work_stealing and len(workers) > 1:
-            stealing = WorkStealing(workers)
-            for w in workers:
-                w.stealing = stealing
+            for t in tasklets:
+                if t.cooperative:
+                    w = workers[self._cursor % len(workers)]
+                    self._cursor += 1
+                    t.worker_index = w.index
+                    w.tasklets.append(t)
+        return [w for w in workers if w.tasklets]
+
+    def _dedicate_threads(self, job: Job, tasklets: Sequence[ProcessorTasklet],
+                          blocking: dict[int, BlockingWorker]) -> list[BlockingWorker]:
+        """A `BlockingWorker` per non-cooperative tasklet, registered in ``blocking`` by tasklet."""
+        workers = []
         for k, t in enumerate(x for x in tasklets if not x.cooperative):
-            w = BlockingWorker(k, job, self.noncooperative_idle, self.slow_call_ns, f"jetbench.{job.name}.blocking-{k}")
+            w = BlockingWorker(k, job, self.noncooperative_idle, self.slow_call_ns,
+                               f"jetbench.{job.name}.blocking-{k}", clock=self.clock)
             w.tasklets.append(t)
             t.worker_index = -1 - k
             blocking[id(t)] = w
             workers.append(w)
-        cooperative_workers = [w for w in workers if isinstance(w, CooperativeWorker)]
-        for w in workers:
-            w.colleagues = [c for c in cooperative_workers if c is not w]
-        with self._lock:
-            self._running.add(job)
-        job.add_done_listener(self._forget)
-        job._start(workers, collect_result(dag, tasklets))
-        if self.metrics_interval_s:
-            job.sampler = MetricsSampler(job, self.metrics_interval_s)
-        for w in workers:
-            w.thread.start()
-        if job.sampler is not None:
-            job.sampler.start()
-        return job
+        return workers
 
     def run(self, dag: Any, timeout: float | None = None) -> Any:
         """Submit and join: return the job's result."""
@@ -396,3 +429,26 @@ class ExecutionService:
             f"min_idle_us={self.idle.min_idle_us:g}, max_idle_us={self.idle.max_idle_us:g}, "
             f"work_stealing={self.work_stealing})"
         )
+
+
+def _as_dag(dag: Any) -> DAG:
+    """``dag`` itself, or what its ``to_dag()`` gives (a Pipeline); `JetbenchError` otherwise."""
+    if not isinstance(dag, DAG) and hasattr(dag, "to_dag"):
+        dag = dag.to_dag()
+    if not isinstance(dag, DAG):
+        raise JetbenchError(f"submit() takes a DAG or a Pipeline, got {dag!r}")
+    return dag
+
+
+def _share_work(workers: list[CooperativeWorker]) -> None:
+    """Turn Jet's historical work stealing on among ``workers``."""
+    stealing = WorkStealing(workers)
+    for w in workers:
+        w.stealing = stealing
+
+
+def _start_threads(job: Job, workers: list[_Worker]) -> None:
+    for w in workers:
+        w.thread.start()
+    if job.sampler is not None:
+        job.sampler.start()

@@ -2,18 +2,20 @@
 
 Jet parks the thread for a time that doubles from a minimum to a maximum on each consecutive
 idle round and resets after any productive round. `IdleConfig` holds the bounds and is read on
-every park, so `ExecutionService.set_idle` takes effect on running workers at once.
+every park, so `ExecutionService.set_idle` takes effect on running workers at once. An `Idler`
+is one worker's strategy: `BackoffIdler` (Jet's) or `TimerIdler` (sleeps until work is due).
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import ClassVar, Protocol
 
+from .clock import SYSTEM_CLOCK, Clock, SystemClock
 from .errors import JetbenchError
 
 
@@ -42,6 +44,16 @@ class IdleConfig:
     def max_idle_us(self) -> float:
         return self._max_ns / 1000
 
+    @property
+    def min_ns(self) -> int:
+        """The shortest park, in nanoseconds."""
+        return self._min_ns
+
+    @property
+    def max_ns(self) -> int:
+        """The longest park, in nanoseconds."""
+        return self._max_ns
+
     def set(self, min_idle_us: float | None = None, max_idle_us: float | None = None) -> None:
         """Change either bound; a max below the min is raised to the min."""
         for name, value in (("min_idle_us", min_idle_us), ("max_idle_us", max_idle_us)):
@@ -64,37 +76,67 @@ class IdleConfig:
         return f"IdleConfig(min_idle_us={self.min_idle_us:g}, max_idle_us={self.max_idle_us:g})"
 
 
-class BackoffIdler:
-    """Jet's strategy: sleep for `IdleConfig.park_ns` of the idle round, blind to what is due.
+class Wakeable(Protocol):
+    """What an idler asks of a tasklet: when it can next make progress (see `ProcessorTasklet.wake_time`)."""
 
-    ``sleep`` is injectable (a mock clock in tests). A park of 0 yields the GIL.
+    def wake_time(self) -> float | None: ...
+
+
+class Idler(abc.ABC):
+    """One worker's idle strategy. The worker calls `idle` after a round without progress and
+    `after_progress` after one with; other threads call `wake` when they hand it work.
+
+    The base keeps what every strategy shares: the bounds (`config`), the `clock`, the counters
+    (`parks`, `parked_ns`: the park time asked for) and the backoff park itself.
     """
 
-    name = "backoff"
+    #: the strategy's name, as ``ExecutionService(idle=...)`` takes it
+    name: ClassVar[str]
 
-    def __init__(self, config: IdleConfig, sleep: Callable[[float], object] = time.sleep):
+    def __init__(self, config: IdleConfig, clock: Clock = SYSTEM_CLOCK,
+                 sleep: Callable[[float], object] | None = None):
         self.config = config
+        self.clock = clock
         self.parks = 0
         self.parked_ns = 0
-        self._sleep = sleep
+        self._sleep: Callable[[float], object] = sleep or clock.sleep
 
-    def idle(self, idle_round: int, tasklets: Sequence[Any] = ()) -> None:
-        ns = self.config.park_ns(idle_round)
-        self.parks += 1
-        self.parked_ns += ns
-        self._sleep(ns / 1e9)
+    @abc.abstractmethod
+    def idle(self, idle_round: int, tasklets: Sequence[Wakeable] = ()) -> None:
+        """Called after the ``idle_round``-th consecutive round in which no tasklet progressed."""
 
-    def after_progress(self, tasklets: Sequence[Any]) -> None:
+    def after_progress(self, tasklets: Sequence[Wakeable]) -> None:
         """Called after a round that made progress; Jet's strategy does nothing here."""
+        return None
 
-    def replaced_by(self, other: BackoffIdler) -> BackoffIdler:
+    def wake(self) -> None:
+        """Another thread has work for this worker (only timer-aware idlers can be woken)."""
+        return None
+
+    def replaced_by(self, other: Idler) -> Idler:
         """``other``, carrying this idler's counters over (switching strategy on a live worker)."""
         other.parks, other.parked_ns = self.parks, self.parked_ns
         self.wake()  # a worker asleep on the old idler wakes and picks the new one up
         return other
 
-    def wake(self) -> None:
-        """Another thread has work for this worker (only timer-aware idlers can be woken)."""
+    def _back_off(self, idle_round: int) -> None:
+        """Sleep for `IdleConfig.park_ns` of the idle round (a park of 0 yields the GIL)."""
+        ns = self.config.park_ns(idle_round)
+        self.parks += 1
+        self.parked_ns += ns
+        self._sleep(ns / 1e9)
+
+
+class BackoffIdler(Idler):
+    """Jet's strategy: sleep for `IdleConfig.park_ns` of the idle round, blind to what is due.
+
+    Sleeps on ``clock`` (a `MockClock` in tests), or on ``sleep`` if given.
+    """
+
+    name = "backoff"
+
+    def idle(self, idle_round: int, tasklets: Sequence[Wakeable] = ()) -> None:
+        self._back_off(idle_round)
 
 
 class Parker:
@@ -112,17 +154,18 @@ class Parker:
     False
     """
 
-    __slots__ = ("_lock",)
+    __slots__ = ("_lock", "_yield")
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()  # locked = no wake pending
+        self._yield = clock.sleep
 
     def park(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; True if woken (the wake is consumed)."""
         if timeout <= 0:
             woken = self._lock.acquire(blocking=False)
-            time.sleep(0)  # yield the GIL, as a zero park does
+            self._yield(0)  # yield the GIL, as a zero park does
             return woken
         return self._lock.acquire(timeout=timeout)
 
@@ -132,13 +175,15 @@ class Parker:
             self._lock.release()
 
 
-class TimerIdler(BackoffIdler):
+class TimerIdler(Idler):
     """Timer-aware idling: sleep exactly until the earliest time a tasklet says it can progress.
 
-    Each tasklet's ``wake_time()`` gives a ``time.monotonic()`` deadline, +inf ("only input
+    Each tasklet's ``wake_time()`` gives a ``clock.monotonic()`` deadline, +inf ("only input
     from another tasklet wakes me") or None ("can't tell"). With every deadline known the worker
-    waits until the earliest one, capped at ``max_idle_us``, on an event that other threads set
-    when they hand it work (`wake`). If any tasklet can't tell, it falls back to backoff.
+    waits until the earliest one, capped at ``max_idle_us``, on a `Parker` that other threads
+    wake when they hand it work (`wake`). If any tasklet can't tell, it falls back to backoff.
+    On a clock other than the real one (a `MockClock`), it waits with ``clock.sleep`` instead;
+    ``wait`` overrides either.
 
     It also paces: after a productive round, if every tasklet is drained and only timed work
     remains, it sleeps until that work is due but no sooner than ``min_idle_us`` after its
@@ -148,16 +193,17 @@ class TimerIdler(BackoffIdler):
     while work that was due before the round began is still waiting (a backlog: a source held
     back by its full outbox, or after a pause), it goes round again at once.
 
+    >>> from jetbench.core.clock import MockClock
     >>> cfg = IdleConfig(25, 500)
     >>> class Due:
     ...     def __init__(self, t): self.t = t
     ...     def wake_time(self): return self.t
-    >>> waits = []
-    >>> idler = TimerIdler(cfg, clock=lambda: 10.0, wait=waits.append)
+    >>> clock = MockClock(start=10.0)
+    >>> idler = TimerIdler(cfg, clock=clock)
     >>> idler.idle(1, [Due(10.0002), Due(float("inf"))])
     >>> idler.idle(1, [Due(99.0)])      # capped at max_idle_us
     >>> idler.idle(3, [Due(None)])      # unknown: backoff (3rd round: 4 x 25 us)
-    >>> [round(w * 1e6) for w in waits]
+    >>> [round(w * 1e6) for w in clock.sleeps]
     [200, 500, 100]
     """
 
@@ -166,35 +212,36 @@ class TimerIdler(BackoffIdler):
     def __init__(
         self,
         config: IdleConfig,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
         wait: Callable[[float], object] | None = None,
     ):
-        self._parker = Parker()
-        super().__init__(config, sleep=wait or self._parker.park)
-        self._clock = clock
+        self._parker = Parker(clock)
+        if wait is None and isinstance(clock, SystemClock):
+            wait = self._parker.park
+        super().__init__(config, clock, sleep=wait)
         self._last_deadline = -math.inf
         self._round_start = -math.inf  # when the worker's current round began
         self.fallbacks = 0
         self.skipped = 0
         self.backlog_rounds = 0  # productive rounds followed at once by another, to catch up
 
-    def idle(self, idle_round: int, tasklets: Sequence[Any] = ()) -> None:
+    def idle(self, idle_round: int, tasklets: Sequence[Wakeable] = ()) -> None:
         earliest = _earliest_wake(tasklets)
         if earliest is None:
             self.fallbacks += 1
-            super().idle(idle_round)
+            self._back_off(idle_round)
         else:
             self._park_until(earliest)
-        self._round_start = self._clock()
+        self._round_start = self.clock.monotonic()
 
-    def after_progress(self, tasklets: Sequence[Any]) -> None:
+    def after_progress(self, tasklets: Sequence[Wakeable]) -> None:
         earliest = _earliest_wake(tasklets)
         if earliest is not None and earliest > 0.0:
             if earliest < self._round_start:
                 self.backlog_rounds += 1
             else:
-                floor_s = self.config._min_ns / 1e9
-                now = self._clock()
+                floor_s = self.config.min_ns / 1e9
+                now = self.clock.monotonic()
                 tick = self._last_deadline + floor_s
                 if tick < now:  # fell behind: the next tick counts from now
                     tick = now + floor_s
@@ -203,11 +250,11 @@ class TimerIdler(BackoffIdler):
                     # Anchor the next tick on the work's own due time, so the tick snaps onto due
                     # times instead of locking at an arbitrary phase behind them.
                     self._last_deadline = min(self._last_deadline, earliest)
-        self._round_start = self._clock()
+        self._round_start = self.clock.monotonic()
 
     def _park_until(self, deadline: float) -> None:
-        max_ns = self.config._max_ns
-        now = self._clock()
+        max_ns = self.config.max_ns
+        now = self.clock.monotonic()
         delay_ns = max_ns if deadline == math.inf else int((deadline - now) * 1e9)
         if delay_ns > max_ns:
             delay_ns, deadline = max_ns, now + max_ns / 1e9
@@ -223,7 +270,7 @@ class TimerIdler(BackoffIdler):
         self._parker.wake()
 
 
-def _earliest_wake(tasklets: Sequence[Any]) -> float | None:
+def _earliest_wake(tasklets: Sequence[Wakeable]) -> float | None:
     """The earliest ``wake_time()`` of ``tasklets``; None if any of them can't tell."""
     earliest = math.inf
     for t in tasklets:
@@ -235,12 +282,13 @@ def _earliest_wake(tasklets: Sequence[Any]) -> float | None:
     return earliest
 
 
-IDLE_STRATEGIES: dict[str, type[BackoffIdler]] = {"backoff": BackoffIdler, "timer": TimerIdler}
+IDLE_STRATEGIES: dict[str, type[Idler]] = {"backoff": BackoffIdler, "timer": TimerIdler}
 
 
-def make_idler(strategy: str, config: IdleConfig) -> BackoffIdler:
-    """The idler named ``strategy`` ("backoff" or "timer")."""
+def make_idler(strategy: str, config: IdleConfig, clock: Clock = SYSTEM_CLOCK) -> Idler:
+    """The idler named ``strategy`` ("backoff" or "timer"), reading and sleeping on ``clock``."""
     try:
-        return IDLE_STRATEGIES[strategy](config)
+        kind = IDLE_STRATEGIES[strategy]
     except KeyError:
         raise JetbenchError(f"unknown idle strategy {strategy!r}; choose from {sorted(IDLE_STRATEGIES)}") from None
+    return kind(config, clock)

@@ -22,8 +22,8 @@ class Inbox:
 
     __slots__ = ("_items", "_head")
 
-    def __init__(self, items: list | None = None):
-        self._items: list = items if items is not None else []
+    def __init__(self, items: list[Any] | None = None):
+        self._items: list[Any] = items if items is not None else []
         self._head = 0
 
     def __len__(self) -> int:
@@ -60,7 +60,7 @@ class Inbox:
         self._head = head + 1
         return self._items[head]
 
-    def take(self, max_items: int | None = None) -> list:
+    def take(self, max_items: int | None = None) -> list[Any]:
         """Remove and return up to ``max_items`` items (all if None) as a list the caller owns."""
         items, head = self._items, self._head
         available = len(items) - head
@@ -90,7 +90,7 @@ class Inbox:
 
     # -- engine side --------------------------------------------------------------------------
 
-    def _fill(self, items: list) -> None:
+    def _fill(self, items: list[Any]) -> None:
         """Hand ``items`` (owned by the inbox from now on) to an empty inbox."""
         self._items, self._head = items, 0
 

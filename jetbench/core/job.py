@@ -1,19 +1,22 @@
-"""Job: the handle `ExecutionService.submit` returns, and the shared state of a running job."""
+"""Job: the handle `ExecutionService.submit` returns, and the shared state of a running job.
+
+A job knows its tasklets and workers only through what they report (`ProcessorTasklet.statistics`,
+`JobWorker.statistics`), so `Job.metrics` is a snapshot built here without reading their insides.
+"""
 
 from __future__ import annotations
 
 import enum
 import threading
-import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+from .clock import SYSTEM_CLOCK, Clock
 from .errors import JetbenchError, JobCancelled, JobError, JobTimeout
-
-if TYPE_CHECKING:
-    from .metrics import JobMetrics
-    from .tasklet import ProcessorTasklet
-
+from .idle import Idler
+from .metrics import JobMetrics, WorkerStatistics
+from .sampler import MetricsSampler
+from .tasklet import ProcessorTasklet
 
 #: Views of a job provided by higher layers (e.g. the notebook dashboard), registered by name so
 #: that the engine never imports them: ``register_view("dashboard", factory)``.
@@ -30,6 +33,19 @@ def _view(name: str) -> Callable[..., Any]:
         return _VIEWS[name]
     except KeyError:
         raise JetbenchError(f"no {name!r} view is registered; import jetbench (not only jetbench.core)") from None
+
+
+class JobWorker(Protocol):
+    """What a job reads of the workers running it (``execution.CooperativeWorker`` and
+    ``BlockingWorker``)."""
+
+    @property
+    def thread(self) -> threading.Thread: ...
+
+    @property
+    def idler(self) -> Idler: ...
+
+    def statistics(self) -> WorkerStatistics: ...
 
 
 class JobStatus(enum.Enum):
@@ -51,14 +67,15 @@ class Job:
     left alive.
     """
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, clock: Clock = SYSTEM_CLOCK):
         self.name = name
+        self.clock = clock
         self.tasklets: list[ProcessorTasklet] = []
-        self.workers: list[Any] = []
-        #: the DAG's edges as ``(source vertex, destination vertex, destination ordinal)``, set
-        #: by the planner: maps a tasklet's inbound ordinal to its edge in the metrics
+        self.workers: list[JobWorker] = []
+        #: the DAG's edges as ``(source vertex, destination vertex, destination ordinal)``, from
+        #: the job's plan: maps a tasklet's inbound ordinal to its edge in the metrics
         self.edges: tuple[tuple[str, str, int], ...] = ()
-        self.start_time = time.monotonic()
+        self.start_time = clock.monotonic()
         self.end_time: float | None = None
         self._status = JobStatus.RUNNING
         self._failure: BaseException | None = None
@@ -70,10 +87,11 @@ class Job:
         self._listeners: list[Callable[[Job], None]] = []
         #: read by every worker each round; set on failure or cancellation
         self.terminating = False
-        #: the ExecutionService running the job (its idle settings can change while it runs)
+        #: the ExecutionService running the job (its idle settings can change while it runs);
+        #: typed loosely because the service's module imports this one
         self.service: Any = None
         #: a MetricsSampler recording this job's metrics over time, if one was asked for
-        self.sampler: Any = None
+        self.sampler: MetricsSampler | None = None
 
     # -- public --------------------------------------------------------------------------------
 
@@ -97,7 +115,7 @@ class Job:
 
     @property
     def elapsed(self) -> float:
-        end = self.end_time if self.end_time is not None else time.monotonic()
+        end = self.end_time if self.end_time is not None else self.clock.monotonic()
         return end - self.start_time
 
     def join(self, timeout: float | None = None) -> Any:
@@ -118,9 +136,14 @@ class Job:
 
     def metrics(self) -> JobMetrics:
         """A frozen snapshot of every tasklet's and worker's counters."""
-        from .metrics import snapshot
-
-        return snapshot(self)
+        return JobMetrics(
+            self.name,
+            self._status.value,
+            self.elapsed,
+            tuple(t.statistics() for t in list(self.tasklets)),
+            tuple(w.statistics() for w in list(self.workers)),
+            self.edges,
+        )
 
     def dashboard(self, **kwargs: Any) -> Any:
         """The live notebook dashboard of this job (``jetbench.notebook.Dashboard``)."""
@@ -166,8 +189,8 @@ class Job:
             self._status = status
             self.terminating = True
 
-    def _start(self, workers: list[Any], result_fn: Callable[[], Any]) -> None:
-        self.workers = workers
+    def _start(self, workers: Sequence[JobWorker], result_fn: Callable[[], Any]) -> None:
+        self.workers = list(workers)
         self._live_workers = len(workers)
         self._result_fn = result_fn
         if not workers:
@@ -189,7 +212,7 @@ class Job:
         with self._lock:
             if self._failure is None:
                 self._status = JobStatus.COMPLETED
-            self.end_time = time.monotonic()
+            self.end_time = self.clock.monotonic()
             self._done.set()
             listeners, self._listeners = self._listeners, []
         for fn in listeners:

@@ -1,17 +1,15 @@
-"""Metrics: frozen snapshots of the engine's plain counters, and a sampler turning them into series.
+"""Metrics: the frozen records of a job's counters (Jet's metric names in snake_case).
 
 Counters are plain ints written only by the thread running a tasklet, once per batch or call;
-readers take a snapshot without locks (a value may be one batch stale, never torn).
+readers take a snapshot without locks (a value may be one batch stale, never torn). Each
+record is made by what it describes (`ProcessorTasklet.statistics`, a worker's
+``statistics()``, `Job.metrics`); `jetbench.core.sampler` turns them into series.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .job import Job
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,7 @@ class TaskletStatistics:
     slow_calls: int
     max_call_ms: float
     backpressure: bool  # the last flush could not move everything: a downstream queue is full
-    processor_metrics: dict = field(default_factory=dict)  # the processor's own, e.g. late events
+    processor_metrics: dict[str, Any] = field(default_factory=dict)  # the processor's own, e.g. late events
     #: ``(ordinal, size, capacity)`` per inbound ordinal (one DAG edge each), finished edges too;
     #: ``queues_size``/``queues_capacity`` above cover only the streams being drained now
     inbound_queues: tuple[tuple[int, int, int], ...] = ()
@@ -113,7 +111,7 @@ class JobMetrics:
         keys = [(src, dst, ordinal) for src, dst, ordinal in self.edges]
         known = {(dst, ordinal) for _, dst, ordinal in keys}
         keys += [("", dst, ordinal) for dst, ordinal in sums if (dst, ordinal) not in known]
-        out = []
+        out: list[QueueStatistics] = []
         for src, dst, ordinal in keys:
             size, capacity = sums.get((dst, ordinal), (0, 0))
             out.append(QueueStatistics(edge_label(src, dst, ordinal) if src else f"→ {dst} #{ordinal}",
@@ -137,96 +135,3 @@ class JobMetrics:
                 f"cpu {w.cpu_time_s * 1000:.1f} ms"
             )
         return "\n".join(lines)
-
-
-def snapshot(job: Job) -> JobMetrics:
-    tasklets = tuple(
-        TaskletStatistics(
-            vertex=t.vertex_name,
-            index=t.index,
-            worker=t.worker_index,
-            cooperative=t.cooperative,
-            state=t.state,
-            received_count=t.received_count,
-            received_batches=t.received_batches,
-            emitted_count=t.emitted_count,
-            queues_size=t.queues_size(),
-            queues_capacity=t.queues_capacity(),
-            calls=t.calls,
-            progress_calls=t.progress_calls,
-            busy_ms=t.busy_ns / 1e6,
-            slow_calls=t.slow_calls,
-            max_call_ms=t.max_call_ns / 1e6,
-            backpressure=t.refused,
-            processor_metrics=t.processor.metrics(),
-            inbound_queues=t.inbound_queues(),
-        )
-        for t in list(job.tasklets)
-    )
-    workers = tuple(
-        WorkerStatistics(
-            index=w.index,
-            kind=w.kind,
-            tasklet_count=len(w.tasklets),
-            iteration_count=w.iteration_count,
-            idle_count=w.idle_count,
-            parked_ms=w.idler.parked_ns / 1e6,
-            cpu_time_s=w.cpu_time_s,
-            alive=w.thread.is_alive(),
-        )
-        for w in list(job.workers)
-    )
-    return JobMetrics(job.name, job.status.value, job.elapsed, tasklets, workers, tuple(job.edges))
-
-
-class MetricsSampler:
-    """Samples a job's metrics every ``interval_s`` on its own thread into flat records.
-
-    Each record is a dict with ``t`` (seconds since submission), ``kind`` ("tasklet", "worker"
-    or "queue", one per DAG edge: `QueueStatistics`) and the statistics' fields (a worker's own
-    ``kind`` becomes ``worker_kind``).
-    The thread takes one last sample as soon as the job ends and stops (``Job.join`` waits
-    for it), or stops on `stop()`.
-    """
-
-    def __init__(self, job: Job, interval_s: float = 0.1):
-        self.job = job
-        self.interval_s = interval_s
-        self.records: list[dict[str, Any]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"jetbench.{job.name}.sampler", daemon=True)
-
-    def start(self) -> MetricsSampler:
-        self._thread.start()
-        self.job.add_done_listener(lambda _job: self._stop.set())
-        return self
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def stop(self) -> list[dict[str, Any]]:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-        return self.records
-
-    def sample(self) -> JobMetrics:
-        m = self.job.metrics()
-        for t in m.tasklets:
-            self.records.append({"t": m.elapsed_s, "kind": "tasklet", **asdict(t)})
-        for w in m.workers:
-            row = asdict(w)
-            row["worker_kind"] = row.pop("kind")  # "cooperative"/"blocking"; "kind" is the record type
-            self.records.append({"t": m.elapsed_s, "kind": "worker", **row})
-        for q in m.by_edge():
-            self.records.append({"t": m.elapsed_s, "kind": "queue", **asdict(q)})
-        return m
-
-    def _run(self) -> None:
-        while True:
-            done = self.job.is_done
-            self.sample()
-            if done or (self._stop.is_set() and not self.job.is_done):
-                return
-            self._stop.wait(self.interval_s)

@@ -31,7 +31,7 @@ class Outbox:
     def __init__(self, ordinal_count: int, capacity: int = DEFAULT_OUTBOX_CAPACITY, owner: str = "processor"):
         if capacity < 1:
             raise JetbenchError(f"outbox capacity must be >= 1, got {capacity}")
-        self._buckets: list[list] = [[] for _ in range(ordinal_count)]
+        self._buckets: list[list[Any]] = [[] for _ in range(ordinal_count)]
         self._ordinal_count = ordinal_count
         self.capacity = capacity
         self.accepted = 0  # items accepted so far; the tasklet compares it to detect progress
@@ -63,7 +63,7 @@ class Outbox:
                 ordinal = 0
             else:
                 return self._offer_many(item, range(self._ordinal_count))
-        elif type(ordinal) is not int:
+        elif not isinstance(ordinal, int):
             return self._offer_many(item, ordinal)
         bucket = self._bucket(ordinal)
         if len(bucket) >= self.capacity:
@@ -113,7 +113,7 @@ class Outbox:
         self.accepted += 1
         return True
 
-    def _bucket(self, ordinal: int) -> list:
+    def _bucket(self, ordinal: int) -> list[Any]:
         try:
             return self._buckets[ordinal]
         except (IndexError, TypeError):
@@ -121,17 +121,42 @@ class Outbox:
                 f"{self._owner}: no outbound ordinal {ordinal!r} (it has {self._ordinal_count})"
             ) from None
 
-    # -- engine side --------------------------------------------------------------------------
+    # -- the other side: what the engine (or a test standing in for it) takes out ---------------
 
-    def _take_bucket(self, ordinal: int) -> list:
-        """Remove and return the contents of bucket ``ordinal``."""
+    def take_bucket(self, ordinal: int = 0) -> list[Any]:
+        """Remove and return the contents of bucket ``ordinal`` (oldest first).
+
+        >>> box = Outbox(ordinal_count=1, capacity=2)
+        >>> box.offer("a"), box.take_bucket(), box.take_bucket()
+        (True, ['a'], [])
+        """
         bucket = self._buckets[ordinal]
         if bucket:
             self._buckets[ordinal] = []
         return bucket
 
-    def _has_data(self) -> bool:
+    @property
+    def pending_watermark(self) -> Watermark | None:
+        """The watermark accepted but not yet sent on (it blocks further offers), if any."""
+        return self._control
+
+    def take_watermark(self) -> Watermark | None:
+        """Remove and return the pending watermark, if any, so that offers are accepted again.
+
+        >>> box = Outbox(ordinal_count=1, capacity=2)
+        >>> box.offer(Watermark(5)), box.offer("a"), box.take_watermark(), box.offer("a")
+        (True, False, Watermark(5), True)
+        """
+        watermark, self._control = self._control, None
+        return watermark
+
+    def has_data(self) -> bool:
+        """Whether any bucket holds items."""
         return any(self._buckets)
+
+    # the names the engine's callers outside core used before take_bucket/has_data were public
+    _take_bucket = take_bucket
+    _has_data = has_data
 
     def __repr__(self) -> str:
         sizes = [len(b) for b in self._buckets]

@@ -1,17 +1,20 @@
-"""Expand a DAG into tasklets: processor instances, SPSC queues per edge, collectors per producer."""
+"""Expand a DAG into a `JobPlan`: processor instances as tasklets, SPSC queues per edge,
+collectors per producer, and how to read the job's result. The plan is returned, not written
+anywhere: `ExecutionService.submit` hands it to the job and its workers."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from .clock import SYSTEM_CLOCK, Clock
 from .dag import DAG, Edge, Routing, Vertex
 from .errors import DagError, JobError
-from .job import Job
 from .processor import Processor, ProcessorContext
 from .queues import InboundStream, SPSCQueue
-from .routing import make_collector
+from .routing import Collector, make_collector
 from .tasklet import ProcessorTasklet
 
 _log = logging.getLogger("jetbench")
@@ -26,28 +29,54 @@ def connected(edge: Edge, producer: int, consumer: int, producers: int) -> bool:
     return True
 
 
-def build_tasklets(
+@dataclass(frozen=True)
+class JobPlan:
+    """What `build_plan` makes of a DAG."""
+
+    #: one per processor instance, in the DAG's vertex order
+    tasklets: tuple[ProcessorTasklet, ...]
+    #: ``(source vertex, destination vertex, destination ordinal)`` per DAG edge, in its order
+    edges: tuple[tuple[str, str, int], ...]
+    #: gives the job's result once every tasklet has ended (see `collect_result`)
+    result: Callable[[], Any]
+
+
+def build_plan(
     dag: DAG,
-    job: Job,
     default_parallelism: int,
     outbox_capacity: int,
-    wait_for_room: Callable[[ProcessorTasklet], None],
-) -> list[ProcessorTasklet]:
-    """Validate ``dag`` and create one tasklet per processor instance, wired by queues."""
+    wait_for_room: Callable[[ProcessorTasklet], None] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> JobPlan:
+    """Validate ``dag`` and plan it: one tasklet per processor instance, wired by queues, each
+    processor's context carrying ``clock``. ``wait_for_room`` is how a non-cooperative tasklet's
+    outbox waits when full (without it, that outbox refuses like a cooperative one)."""
     dag.validate(default_parallelism)
+    tasklets = _build_tasklets(dag, default_parallelism, outbox_capacity, wait_for_room, clock)
+    edges = tuple((e.source.name, e.target.name, e.destination_ordinal) for e in dag.edges)
+    return JobPlan(tuple(tasklets), edges, collect_result(dag, tasklets))
+
+
+def _build_tasklets(
+    dag: DAG,
+    default_parallelism: int,
+    outbox_capacity: int,
+    wait_for_room: Callable[[ProcessorTasklet], None] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> list[ProcessorTasklet]:
+    """Create one tasklet per processor instance of a valid ``dag``, wired by queues."""
     parallelism = {v.name: v.local_parallelism or default_parallelism for v in dag.vertices}
-    job.edges = tuple((e.source.name, e.destination.name, e.destination_ordinal) for e in dag.edges)
     inbound: dict[tuple[str, int], list[InboundStream]] = {}
-    outbound: dict[tuple[str, int], list[Any]] = {}
+    outbound: dict[tuple[str, int], list[tuple[int, Collector]]] = {}
     for edge in dag.edges:
-        src, dst = edge.source.name, edge.destination.name
+        src, dst = edge.source.name, edge.target.name
         n_up, n_down = parallelism[src], parallelism[dst]
         queues = [
             [SPSCQueue(edge.edge_queue_size) if connected(edge, i, j, n_up) else None for j in range(n_down)]
             for i in range(n_up)
         ]
         for j in range(n_down):
-            conveyor = [queues[i][j] for i in range(n_up) if queues[i][j] is not None]
+            conveyor = [q for q in (queues[i][j] for i in range(n_up)) if q is not None]
             stream = InboundStream(edge.destination_ordinal, edge.edge_priority, conveyor)
             inbound.setdefault((dst, j), []).append(stream)
         for i in range(n_up):
@@ -60,7 +89,7 @@ def build_tasklets(
         for vertex in dag.vertices:
             lp = parallelism[vertex.name]
             for k in range(lp):
-                context = ProcessorContext(vertex.name, k, k, lp, lp)
+                context = ProcessorContext(vertex.name, k, k, lp, lp, clock=clock)
                 collectors = [c for _, c in sorted(outbound.get((vertex.name, k), []), key=lambda oc: oc[0])]
                 tasklet = ProcessorTasklet(
                     _new_processor(vertex, k),
@@ -69,7 +98,6 @@ def build_tasklets(
                     collectors,
                     outbox_capacity=outbox_capacity,
                     inbox_limit=max(outbox_capacity, 1),
-                    run=job,
                     wait_for_room=wait_for_room,
                 )
                 tasklets.append(tasklet)
@@ -127,7 +155,7 @@ def merge_parts(parts: list[Any]) -> Any:
     if all(isinstance(p, list) for p in parts):
         return [x for p in parts for x in p]
     if all(isinstance(p, dict) for p in parts):
-        merged: dict = {}
+        merged: dict[Any, Any] = {}
         for p in parts:
             merged.update(p)
         return merged

@@ -19,6 +19,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .clock import SYSTEM_CLOCK, Clock
+
 if TYPE_CHECKING:
     from .inbox import Inbox
     from .items import Watermark
@@ -27,7 +29,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ProcessorContext:
-    """Where a processor instance sits: its vertex and its index among the vertex's instances."""
+    """Where a processor instance sits: its vertex and its index among the vertex's instances,
+    and the `Clock` it reads the time from (``context.clock.monotonic()``; a `MockClock` in tests)."""
 
     vertex_name: str
     local_index: int
@@ -35,6 +38,7 @@ class ProcessorContext:
     local_parallelism: int
     total_parallelism: int
     logger: logging.Logger = field(default=logging.getLogger("jetbench.processor"), compare=False)
+    clock: Clock = field(default=SYSTEM_CLOCK, compare=False)
 
 
 class Processor:

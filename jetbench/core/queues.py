@@ -8,9 +8,13 @@ no lock is needed: deque append/popleft are atomic, and a stale read only under-
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from .items import DONE, Watermark
 from .watermarks import WatermarkCoalescer
+
+#: Capacity, in items, of each queue of an edge unless `Edge.queue_size` says otherwise.
+DEFAULT_QUEUE_SIZE = 1024
 
 
 class SPSCQueue:
@@ -27,7 +31,7 @@ class SPSCQueue:
 
     def __init__(self, capacity: int, index: int = 0):
         self.capacity = capacity
-        self.chunks: deque = deque()
+        self.chunks: deque[Any] = deque()  # list chunks, or a control item (Watermark, DONE) alone
         self.offered = 0
         self.polled = 0
         self.index = index  # the producer's position in the consumer's conveyor
@@ -37,7 +41,7 @@ class SPSCQueue:
         size = self.offered - self.polled
         return size if size > 0 else 0
 
-    def offer_chunk(self, chunk: list) -> int:
+    def offer_chunk(self, chunk: list[Any]) -> int:
         """Append the longest prefix of ``chunk`` that fits (the queue owns it); return its length."""
         free = self.capacity - self.offered + self.polled
         if free <= 0:
@@ -92,7 +96,7 @@ class InboundStream:
     def capacity(self) -> int:
         return sum(q.capacity for q in self.queues)
 
-    def drain(self, limit: int) -> list | None:
+    def drain(self, limit: int) -> list[Any] | None:
         """Take up to about ``limit`` items (whole chunks) from the live queues; None if nothing."""
         live = self._live
         n = len(live)

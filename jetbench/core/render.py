@@ -4,10 +4,60 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .dag import DAG
+from .queues import DEFAULT_QUEUE_SIZE
+from .routing import Routing
+
+#: routings drawn dashed: they do not spread items evenly over the consumer's instances
+_DASHED = (Routing.PARTITIONED, Routing.ALL_TO_ONE)
+
+
+class DrawnVertex(Protocol):
+    """What a drawing reads of a vertex (`jetbench.core.dag.Vertex`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def local_parallelism(self) -> int | None: ...
+
+
+class DrawnEdge(Protocol):
+    """What a drawing reads of a finished edge (`jetbench.core.dag.Edge`)."""
+
+    @property
+    def source(self) -> DrawnVertex: ...
+
+    @property
+    def target(self) -> DrawnVertex: ...
+
+    @property
+    def routing(self) -> Routing: ...
+
+    @property
+    def source_ordinal(self) -> int: ...
+
+    @property
+    def destination_ordinal(self) -> int: ...
+
+    @property
+    def edge_priority(self) -> int: ...
+
+    @property
+    def edge_queue_size(self) -> int: ...
+
+
+class Drawable(Protocol):
+    """What a drawing reads of a DAG (`jetbench.core.dag.DAG`, which draws itself with these
+    functions: this module does not import it)."""
+
+    @property
+    def vertices(self) -> Sequence[DrawnVertex]: ...
+
+    @property
+    def edges(self) -> Sequence[DrawnEdge]: ...
 
 
 def _escape(text: str) -> str:
@@ -18,7 +68,7 @@ def _quote(text: str) -> str:
     return f'"{_escape(text)}"'
 
 
-def to_dot(dag: DAG, default_parallelism: int | None = None) -> str:
+def to_dot(dag: Drawable, default_parallelism: int | None = None) -> str:
     r"""The DAG in Graphviz's DOT language: vertices labelled with parallelism, edges with
     ordinals, routing, priority and queue size.
 
@@ -44,18 +94,18 @@ def to_dot(dag: DAG, default_parallelism: int | None = None) -> str:
             parts.append(f"{e.source_ordinal} -> {e.destination_ordinal}")
         if e.edge_priority:
             parts.append(f"priority {e.edge_priority}")
-        if e.edge_queue_size != 1024:
+        if e.edge_queue_size != DEFAULT_QUEUE_SIZE:
             parts.append(f"queue {e.edge_queue_size}")
-        style = ', style="dashed"' if e.routing.value in ("partitioned", "all-to-one") else ""
+        style = ', style="dashed"' if e.routing in _DASHED else ""
         lines.append(
-            f"  {_quote(e.source.name)} -> {_quote(e.destination.name)} "
+            f"  {_quote(e.source.name)} -> {_quote(e.target.name)} "
             f'[label={_quote(", ".join(parts))}, fontname="Helvetica", fontsize=9{style}];'
         )
     lines.append("}")
     return "\n".join(lines)
 
 
-def to_svg(dag: DAG) -> str | None:
+def to_svg(dag: Drawable) -> str | None:
     """SVG text drawn by Graphviz's ``dot`` program, or None if ``dot`` is not installed."""
     dot = shutil.which("dot")
     if dot is None:

@@ -8,11 +8,22 @@ queue after the pending data, remembering which targets already took them.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .dag import Routing
+from .errors import DagError
 from .queues import SPSCQueue
+
+
+class Routing(enum.Enum):
+    """How an edge spreads items over the consumer's parallel instances."""
+
+    UNICAST = "unicast"  # each batch to one instance, round-robin, skipping full queues
+    PARTITIONED = "partitioned"  # same key -> same instance
+    BROADCAST = "broadcast"  # every item to every instance
+    ISOLATED = "isolated"  # producer i feeds a fixed, disjoint subset of consumers
+    ALL_TO_ONE = "all-to-one"  # everything to a single consumer instance
 
 
 class Collector:
@@ -25,7 +36,7 @@ class Collector:
         self.pending = False
         self._control_accepted: set[int] = set()
 
-    def route(self, chunk: list) -> int:
+    def route(self, chunk: list[Any]) -> int:
         """Take ownership of ``chunk``; move what fits; return the number of items moved."""
         raise NotImplementedError
 
@@ -57,9 +68,9 @@ class RoundRobinCollector(Collector):
     def __init__(self, targets: list[SPSCQueue], start: int = 0):
         super().__init__(targets)
         self._cursor = start % len(targets) if targets else 0  # producers start apart, spreading load
-        self._rest: list = []
+        self._rest: list[Any] = []
 
-    def route(self, chunk: list) -> int:
+    def route(self, chunk: list[Any]) -> int:
         targets = self.targets
         n = len(targets)
         if n == 1:
@@ -97,7 +108,7 @@ class PerTargetCollector(Collector):
 
     def __init__(self, targets: list[SPSCQueue]):
         super().__init__(targets)
-        self._rests: list[list] = [[] for _ in targets]
+        self._rests: list[list[Any]] = [[] for _ in targets]
 
     def push(self) -> int:
         moved = 0
@@ -126,7 +137,7 @@ class PartitionedCollector(PerTargetCollector):
         super().__init__(targets)
         self._key_fn = key_fn
 
-    def route(self, chunk: list) -> int:
+    def route(self, chunk: list[Any]) -> int:
         n = len(self.targets)
         if n == 1:
             parts = [chunk]
@@ -145,7 +156,7 @@ class BroadcastCollector(PerTargetCollector):
 
     __slots__ = ()
 
-    def route(self, chunk: list) -> int:
+    def route(self, chunk: list[Any]) -> int:
         self._rests = [chunk if i == 0 else list(chunk) for i in range(len(self.targets))]
         return self.push()
 
@@ -155,6 +166,8 @@ def make_collector(
 ) -> Collector:
     """The collector for producer instance ``start`` on one edge; ``targets`` are its queues."""
     if routing is Routing.PARTITIONED:
+        if key_fn is None:
+            raise DagError("a partitioned edge needs a key function (Edge.partitioned(key_fn))")
         return PartitionedCollector(targets, key_fn)
     if routing is Routing.BROADCAST:
         return BroadcastCollector(targets)

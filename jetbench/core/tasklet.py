@@ -6,28 +6,50 @@
 Each `call()` runs one state step, then flushes the outbox into the outbound queues, and returns
 a `ProgressState`-like int: bit ``PROGRESS`` if anything moved or a state changed, bit ``DONE`` on
 reaching END. Snapshot states (save, barrier) are meant to slot in at empty-inbox points.
+
+The state is kept once, as the bound step method the next `call()` runs (the hot path calls it
+without a lookup); `ProcessorTasklet.state` names it as a `TaskletState`.
 """
 
 from __future__ import annotations
 
+import enum
 import math
+from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .inbox import Inbox
 from .items import DONE, Watermark
+from .metrics import TaskletStatistics
 from .outbox import BlockingOutbox, Outbox
 from .processor import Processor, ProcessorContext
 from .queues import InboundStream
 from .routing import Collector
 from .watermarks import WatermarkCoalescer
 
-if TYPE_CHECKING:
-    from .execution import JobRun
-
 NO_PROGRESS = 0
 PROGRESS = 1
 DONE_STATE = 2
+
+
+class TaskletState(enum.Enum):
+    """Where a tasklet is in Jet's processor state machine."""
+
+    INIT = "INIT"
+    PROCESS = "PROCESS"
+    COMPLETE_EDGE = "COMPLETE_EDGE"
+    COMPLETE = "COMPLETE"
+    EMIT_DONE = "EMIT_DONE"
+    CLOSE = "CLOSE"
+    END = "END"
+
+
+class Thief(Protocol):
+    """A worker that marked a tasklet for stealing (``execution.CooperativeWorker``)."""
+
+    expected: int
+    incoming: deque[ProcessorTasklet]
 
 
 class TaskletAborted(Exception):
@@ -45,7 +67,6 @@ class ProcessorTasklet:
         collectors: list[Collector],
         outbox_capacity: int,
         inbox_limit: int,
-        run: JobRun,
         wait_for_room: Callable[[ProcessorTasklet], None] | None = None,
     ):
         self.processor = processor
@@ -53,11 +74,10 @@ class ProcessorTasklet:
         self.vertex_name = context.vertex_name
         self.index = context.local_index
         self.cooperative = bool(getattr(processor, "is_cooperative", True))
-        self.run = run
         self.inbox = Inbox()
         owner = f"vertex {context.vertex_name!r}#{context.local_index}"
         if self.cooperative or wait_for_room is None:
-            self.outbox = Outbox(len(collectors), outbox_capacity, owner)
+            self.outbox: Outbox = Outbox(len(collectors), outbox_capacity, owner)
         else:
             self.outbox = BlockingOutbox(len(collectors), outbox_capacity, owner, lambda: wait_for_room(self))
         self._collectors = collectors
@@ -76,9 +96,8 @@ class ProcessorTasklet:
         self._control_done: set[int] = set()
         self._backlog = False
         self._has_try_process = type(processor).try_process is not Processor.try_process
-        self._next_wake_time = getattr(processor, "next_wake_time", None)
-        self._step = self._step_init
-        self.state = "INIT"
+        self._next_wake_time: Callable[[], float | None] | None = getattr(processor, "next_wake_time", None)
+        self._step: Callable[[], bool] = self._step_init
         self.initialized = False
         self.closed = False
         self.is_done = False
@@ -92,15 +111,20 @@ class ProcessorTasklet:
         self.slow_calls = 0
         self.max_call_ns = 0
         self.worker_index = -1
-        self.steal_to = None  # a worker that marked this tasklet for stealing (work stealing on)
+        self.steal_to: Thief | None = None  # a worker that marked this tasklet for stealing (work stealing on)
         self.refused = False  # last flush left data behind: downstream backpressure
 
     def __repr__(self) -> str:
-        return f"ProcessorTasklet({self.vertex_name!r}#{self.index}, {self.state})"
+        return f"ProcessorTasklet({self.vertex_name!r}#{self.index}, {self.state.name})"
 
     @property
     def name(self) -> str:
         return f"{self.vertex_name}#{self.index}"
+
+    @property
+    def state(self) -> TaskletState:
+        """The state the next `call()` runs."""
+        return _STATE_OF_STEP[getattr(self._step, "__func__", None)]
 
     def call(self) -> int:
         """Run one step and flush; return PROGRESS and/or DONE_STATE bits."""
@@ -116,23 +140,22 @@ class ProcessorTasklet:
 
     # -- states --------------------------------------------------------------------------------
 
-    def _transition(self, step: Callable[[], bool], state: str) -> bool:
+    def _transition(self, step: Callable[[], bool]) -> bool:
         self._step = step
-        self.state = state
         return True
 
     def _step_init(self) -> bool:
         self.initialized = True
         self.processor.init(self.outbox, self.context)
         if self._group:
-            return self._transition(self._step_process, "PROCESS")
-        return self._transition(self._step_complete, "COMPLETE")
+            return self._transition(self._step_process)
+        return self._transition(self._step_complete)
 
     def _step_process(self) -> bool:
         inbox = self.inbox  # its fields are read directly: this is the hottest path of the engine
         if inbox._head >= len(inbox._items):
             if self._edges_to_complete:  # the batch just processed was the end of its stream
-                return self._transition(self._step_complete_edge, "COMPLETE_EDGE")
+                return self._transition(self._step_complete_edge)
             if self._pending_watermark is not None:
                 return self._process_watermark()
             if self._has_try_process and not self.processor.try_process():
@@ -140,7 +163,7 @@ class ProcessorTasklet:
             self._fill_inbox()
             if inbox._head >= len(inbox._items):
                 if self._edges_to_complete:
-                    return self._transition(self._step_complete_edge, "COMPLETE_EDGE")
+                    return self._transition(self._step_complete_edge)
                 if self._pending_watermark is not None:
                     return self._process_watermark()
                 return False
@@ -150,6 +173,8 @@ class ProcessorTasklet:
 
     def _process_watermark(self) -> bool:
         wm = self._pending_watermark
+        if wm is None:
+            return False
         if wm.is_idle_marker:
             done = self.outbox.offer(wm)
         else:
@@ -207,29 +232,23 @@ class ProcessorTasklet:
                 return False
             self._edges_to_complete.pop(0)
         if self._group:
-            return self._transition(self._step_process, "PROCESS")
-        return self._transition(self._step_complete, "COMPLETE")
+            return self._transition(self._step_process)
+        return self._transition(self._step_complete)
 
     def _step_complete(self) -> bool:
         if self.processor.complete():
-            return self._transition(self._step_emit_done, "EMIT_DONE")
+            return self._transition(self._step_emit_done)
         return False
 
     def _step_emit_done(self) -> bool:
-        if self._backlog:
+        if self._backlog or not self._offer_control(DONE):
             return False
-        done = self._control_done
-        for ordinal, collector in enumerate(self._collectors):
-            if ordinal not in done and collector.offer_control(DONE):
-                done.add(ordinal)
-        if len(done) < len(self._collectors):
-            return False
-        return self._transition(self._step_close, "CLOSE")
+        return self._transition(self._step_close)
 
     def _step_close(self) -> bool:
         self.close_processor()
         self.is_done = True
-        return self._transition(self._step_end, "END")
+        return self._transition(self._step_end)
 
     def _step_end(self) -> bool:
         return False
@@ -266,6 +285,8 @@ class ProcessorTasklet:
         return moved
 
     def _offer_control(self, item: object) -> bool:
+        """Offer a control item (watermark, DONE) to every outbound edge, remembering which took
+        it; True once all have."""
         done = self._control_done
         for ordinal, collector in enumerate(self._collectors):
             if ordinal not in done and collector.offer_control(item):
@@ -280,7 +301,7 @@ class ProcessorTasklet:
     def wake_time(self) -> float | None:
         """When this tasklet can next make progress, for a timer-aware idle strategy.
 
-        A ``time.monotonic()`` deadline, +inf if only input from another tasklet can make it
+        A ``clock.monotonic()`` deadline (the context's clock), +inf if only input from another tasklet can make it
         progress, or None if it cannot tell. A processor tells through an optional
         ``next_wake_time()`` method; without one, a processor that only reacts to input (no
         ``try_process``) is input-driven, and anything else cannot tell.
@@ -297,7 +318,7 @@ class ProcessorTasklet:
                     return 0.0  # input arrived after this round's call: go again now
         if self._next_wake_time is not None:
             return self._next_wake_time()
-        if self.state == "PROCESS" and not self._has_try_process:
+        if self._step == self._step_process and not self._has_try_process:
             return math.inf
         return None
 
@@ -312,7 +333,6 @@ class ProcessorTasklet:
     def abort(self) -> None:
         """Leave at once (job failed or cancelled): close the processor and mark the tasklet done."""
         self._step = self._step_end
-        self.state = "END"
         self.is_done = True
         self.close_processor()
 
@@ -330,3 +350,38 @@ class ProcessorTasklet:
         Read by metrics samplers only: one size read per queue, nothing on the hot path.
         """
         return tuple((ordinal, stream.size, capacity) for stream, ordinal, capacity in self._inbound_capacity)
+
+    def statistics(self) -> TaskletStatistics:
+        """A frozen record of this tasklet's counters, read without locks (see `jetbench.core.metrics`)."""
+        return TaskletStatistics(
+            vertex=self.vertex_name,
+            index=self.index,
+            worker=self.worker_index,
+            cooperative=self.cooperative,
+            state=self.state.name,
+            received_count=self.received_count,
+            received_batches=self.received_batches,
+            emitted_count=self.emitted_count,
+            queues_size=self.queues_size(),
+            queues_capacity=self.queues_capacity(),
+            calls=self.calls,
+            progress_calls=self.progress_calls,
+            busy_ms=self.busy_ns / 1e6,
+            slow_calls=self.slow_calls,
+            max_call_ms=self.max_call_ns / 1e6,
+            backpressure=self.refused,
+            processor_metrics=self.processor.metrics(),
+            inbound_queues=self.inbound_queues(),
+        )
+
+
+#: the state each step method stands for (the key is the function behind the bound ``_step``)
+_STATE_OF_STEP: dict[object, TaskletState] = {
+    ProcessorTasklet._step_init: TaskletState.INIT,
+    ProcessorTasklet._step_process: TaskletState.PROCESS,
+    ProcessorTasklet._step_complete_edge: TaskletState.COMPLETE_EDGE,
+    ProcessorTasklet._step_complete: TaskletState.COMPLETE,
+    ProcessorTasklet._step_emit_done: TaskletState.EMIT_DONE,
+    ProcessorTasklet._step_close: TaskletState.CLOSE,
+    ProcessorTasklet._step_end: TaskletState.END,
+}

@@ -84,18 +84,23 @@ class WatermarkCoalescer:
         return all(i or d for i, d in zip(self._idle, self._done, strict=True)) and not all(self._done)
 
     def _coalesce(self) -> Watermark | None:
-        live = [w for w, i, d in zip(self._last, self._idle, self._done, strict=True) if not i and not d]
-        if live:
-            if None in live:
-                return None
-            candidate = min(live)
+        candidate: int | None = None  # the minimum over the live inputs (neither idle nor done)
+        for w, i, d in zip(self._last, self._idle, self._done, strict=True):
+            if not i and not d:
+                if w is None:
+                    return None  # a live input has no watermark yet: it holds everything back
+                if candidate is None or w < candidate:
+                    candidate = w
+        if candidate is not None:
+            pass
         elif all(self._done):
             return None  # DONE follows; nothing left to hold back
         else:  # every remaining input is idle
-            if self._top is not None and (self._emitted is None or self._top > self._emitted):
-                self._emitted = self._top
+            top = self._top
+            if top is not None and (self._emitted is None or top > self._emitted):
+                self._emitted = top
                 self.idle_pending = True
-                return Watermark(self._top)
+                return Watermark(top)
             if not self._idle_forwarded:
                 self._idle_forwarded = True
                 return IDLE_MESSAGE

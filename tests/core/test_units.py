@@ -24,7 +24,7 @@ from jetbench.core.routing import (
     RoundRobinCollector,
     make_collector,
 )
-from jetbench.core.tasklet import DONE_STATE, NO_PROGRESS, PROGRESS, ProcessorTasklet
+from jetbench.core.tasklet import DONE_STATE, NO_PROGRESS, PROGRESS, ProcessorTasklet, TaskletState
 
 # -- Inbox ------------------------------------------------------------------------------------------
 
@@ -40,10 +40,10 @@ def test_inbox_item_and_batch_api():
     assert (box.peek(), box.poll(), bool(box)) == (None, None, False)
     with pytest.raises(IndexError):
         box.remove()
-    box._fill([7, 8])
+    box = Inbox([7, 8])
     seen = []
     assert box.drain(seen.append) == 2 and seen == [7, 8] and not box
-    box._fill([9])
+    box = Inbox([9])
     box.clear()
     assert len(box) == 0
 
@@ -62,7 +62,7 @@ def test_outbox_refuses_when_full():
     box = Outbox(ordinal_count=1, capacity=3)
     assert [box.offer(i) for i in range(4)] == [True, True, True, False]
     assert box.room() == 0 and box.accepted == 3
-    assert box._take_bucket(0) == [0, 1, 2]
+    assert box.take_bucket(0) == [0, 1, 2]
     assert box.room() == 3 and box.offer(9)
 
 
@@ -71,10 +71,10 @@ def test_outbox_offer_batch_takes_a_prefix():
     assert box.offer("a")
     assert box.offer_batch(["b", "c", "d", "e"]) == 3
     assert box.offer_batch(iter(["x"])) == 0
-    assert box._take_bucket(0) == ["a", "b", "c", "d"]
+    assert box.take_bucket(0) == ["a", "b", "c", "d"]
     batch = [1, 2]
     assert box.offer_batch(batch) == 2
-    assert box._take_bucket(0) is batch  # whole list into an empty bucket: kept as is
+    assert box.take_bucket(0) is batch  # whole list into an empty bucket: kept as is
 
 
 def test_outbox_multiple_ordinals():
@@ -82,7 +82,7 @@ def test_outbox_multiple_ordinals():
     assert box.offer("all")  # None: every ordinal
     assert box.offer("one", 1)
     assert box.offer("some", [0, 2])
-    assert [box._take_bucket(o) for o in range(3)] == [
+    assert [box.take_bucket(o) for o in range(3)] == [
         ["all", "some"],
         ["all", "one"],
         ["all", "some"],
@@ -90,7 +90,7 @@ def test_outbox_multiple_ordinals():
     box.offer("x", 1)
     box.offer("y", 1)
     assert not box.offer("z")  # ordinal 1 is full: nothing is accepted anywhere
-    assert box._take_bucket(0) == [] and box._take_bucket(2) == []
+    assert box.take_bucket(0) == [] and box.take_bucket(2) == []
     with pytest.raises(JetbenchError, match="no outbound ordinal 5"):
         box.offer("bad", 5)
     with pytest.raises(JetbenchError):
@@ -101,12 +101,12 @@ def test_outbox_watermark_waits_for_data_and_blocks_data():
     box = Outbox(ordinal_count=2, capacity=4)
     box.offer("a", 0)
     assert not box.offer(Watermark(5))  # data pending: the watermark must wait
-    box._take_bucket(0)
+    box.take_bucket(0)
     assert box.offer(Watermark(5), 1)  # goes to every ordinal regardless of the argument
-    assert box._control == Watermark(5)
+    assert box.pending_watermark == Watermark(5)
     assert not box.offer("b") and box.offer_batch(["b"]) == 0 and box.room() == 0
     assert not box.offer(Watermark(6))  # one control item at a time
-    box._control = None
+    assert box.take_watermark() == Watermark(5)
     assert box.offer("b")
 
 
@@ -119,12 +119,12 @@ def test_blocking_outbox_waits_instead_of_refusing():
     flushed = []
 
     def wait_for_room():
-        flushed.append(box._take_bucket(0))
+        flushed.append(box.take_bucket(0))
 
     box = BlockingOutbox(1, 2, "test", wait_for_room)
     assert all(box.offer(i) for i in range(5))
     assert box.offer_batch(list(range(5, 10))) == 5
-    assert [x for chunk in flushed for x in chunk] + box._take_bucket(0) == list(range(10))
+    assert [x for chunk in flushed for x in chunk] + box.take_bucket(0) == list(range(10))
 
 
 # -- queues -----------------------------------------------------------------------------------------
@@ -320,7 +320,7 @@ class Log(Processor):
 def _tasklet(processor, inbound, collectors=(), outbox_capacity=8):
     ctx = ProcessorContext("v", 0, 0, 1, 1)
     return ProcessorTasklet(
-        processor, ctx, list(inbound), list(collectors), outbox_capacity, outbox_capacity, run=None
+        processor, ctx, list(inbound), list(collectors), outbox_capacity, outbox_capacity
     )
 
 
@@ -342,7 +342,7 @@ def test_tasklet_priorities_watermarks_and_completion():
     _feed(q_hi, [1, 2], Watermark(3), [4], DONE)
     p = Log()
     t = _tasklet(p, [lo, hi])
-    assert t.state == "INIT"
+    assert t.state is TaskletState.INIT
     results = _run_to_end(t)
     assert results[-1] == DONE_STATE | PROGRESS
     # ordinal 1 (priority 0) first, up to its completion; its watermark 3 waits for ordinal 0,
@@ -358,7 +358,7 @@ def test_tasklet_priorities_watermarks_and_completion():
         ("complete",),
         ("close",),
     ]
-    assert t.state == "END" and t.closed and t.is_done
+    assert t.state is TaskletState.END and t.closed and t.is_done
     assert (t.received_count, t.received_batches) == (5, 4)
     assert t.call() == DONE_STATE | PROGRESS  # stays done
 
@@ -406,4 +406,4 @@ def test_tasklet_abort_closes_once():
     t.call()
     t.abort()
     t.abort()
-    assert p.log == [("close",)] and t.is_done and t.state == "END"
+    assert p.log == [("close",)] and t.is_done and t.state is TaskletState.END
