@@ -1,5 +1,6 @@
 """The teaching notebooks in ``notebooks/``: each runs top to bottom headless (nbclient) and its
-own assertions hold; they are committed without outputs and match their generator.
+own assertions hold; each ``NN-name.ipynb`` is paired (jupytext) with ``NN-name.py``, its
+py:percent source, the two hold the same cells, and the .ipynb is committed without outputs.
 
 The slow tests start a kernel from the venv's kernelspec ("python3", whose ``python`` command
 jupyter_client resolves to this test process's interpreter); the first injected cell checks
@@ -8,10 +9,10 @@ that the kernel really runs this venv's Python, with jetbench importable from th
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -19,14 +20,17 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 NOTEBOOK_PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
+#: The notebooks' sources: every py:percent file in the folder (all of them are notebooks).
+SOURCE_PATHS = sorted(NOTEBOOKS.glob("*.py"))
+PAIRING = "ipynb,py:percent"
+SYNC = "`.venv/bin/jupytext --sync notebooks/*.py` (the newer of each pair wins)"
 
 #: Seconds any one cell may take (the longest, the idle sweep, needs about 30).
 CELL_TIMEOUT_S = 240
 KERNEL_NAME = "python3"
 
 #: What each notebook must display (by MIME type) for its lesson to be visible: a figure that
-#: silently turns into a text repr, or a widget that stops rendering, fails the test. (Notebooks
-#: not listed here, e.g. ones not made by ``notebooks/build_notebooks.py``, are only run.)
+#: silently turns into a text repr, or a widget that stops rendering, fails the test.
 MUST_DISPLAY = {
     "01-getting-started": {"image/svg+xml", "text/html"},
     "02-cooperative-scheduling": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
@@ -43,13 +47,6 @@ import jetbench
 assert sys.prefix == {sys.prefix!r}, ("kernel runs", sys.executable, sys.prefix)
 assert os.path.dirname(os.path.dirname(jetbench.__file__)) == {str(ROOT)!r}, jetbench.__file__
 """
-
-
-def _load_generator():
-    spec = importlib.util.spec_from_file_location("build_notebooks", NOTEBOOKS / "build_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _displayed(nb: nbformat.NotebookNode) -> set[str]:
@@ -72,11 +69,26 @@ def test_notebook_runs_headless(path: Path) -> None:
     assert not missing, f"{path.name} displayed no {sorted(missing)}"
 
 
-def test_notebooks_match_their_generator() -> None:
-    generated = _load_generator().build()
-    assert {p.stem for p in generated} == set(MUST_DISPLAY)
-    stale = [p.name for p, text in generated.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
-    assert not stale, f"regenerate with `.venv/bin/python notebooks/build_notebooks.py`: {stale}"
+def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str, list[str]]]:
+    """What a notebook teaches: each cell's type, source and tags (outputs, ids, counts aside)."""
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def test_every_notebook_has_its_source_and_is_listed() -> None:
+    assert {p.stem for p in SOURCE_PATHS} == {p.stem for p in NOTEBOOK_PATHS} == set(MUST_DISPLAY), (
+        f"each notebook is a pair NN-name.py + NN-name.ipynb (make the missing half with {SYNC})"
+    )
+
+
+@pytest.mark.parametrize("source", SOURCE_PATHS, ids=lambda p: p.stem)
+def test_notebook_matches_its_py_percent_source(source: Path) -> None:
+    """A jupytext round trip: the .py read as a notebook has the .ipynb's cells, outputs aside, so
+    editing either one (the .py in an editor, the .ipynb in JupyterLab) and not syncing fails."""
+    text_nb = jupytext.read(source)
+    assert text_nb.metadata["jupytext"]["text_representation"]["format_name"] == "percent"
+    ipynb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+    assert ipynb.metadata.get("jupytext", {}).get("formats") == PAIRING, f"pair the notebook: {SYNC}"
+    assert _cells(ipynb) == _cells(text_nb), f"{source.name} and its .ipynb differ: {SYNC}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
@@ -85,7 +97,8 @@ def test_notebook_is_clean_and_parametrized(path: Path) -> None:
     nbformat.validate(nb)
     assert nb.metadata["kernelspec"]["name"] == KERNEL_NAME
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(not c.outputs and c.execution_count is None for c in code), "commit notebooks without outputs"
+    assert all(not c.outputs and c.execution_count is None for c in code), (
+        "commit notebooks without outputs (Edit > Clear Outputs of All Cells, then save)")
     # papermill style: the first code cell holds the parameters, and only simple assignments
     assert code[0].metadata.get("tags") == ["parameters"]
     assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1

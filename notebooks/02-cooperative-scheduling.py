@@ -1,0 +1,389 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Cooperative scheduling
+#
+# Every processor instance of a job becomes a **tasklet**: an object whose `call()` does a
+# small slice of work and returns. A fixed pool of **cooperative workers** (threads) each own
+# a list of tasklets and call them **round-robin**, forever, parking briefly only after a
+# round in which no tasklet made progress (seeds 001 and 004). No operating-system context
+# switch happens between tasklets — which is also the catch: a tasklet that blocks holds up
+# every other tasklet on its worker.
+#
+# This notebook makes that visible: the round-robin deal, a blocking call freezing its
+# worker (and the fix), Jet's old work-stealing rule, and what more threads buy for pure
+# Python work under the GIL.
+
+# %% tags=["parameters"]
+THREADS = 2          # cooperative workers in the round-robin demo
+RATE = 2_000         # items per second from each rate-limited source
+SECONDS = 1.5        # how long the rate-limited demos run
+BLOCK_S = 0.15       # length of the "blocking call" (a time.sleep)
+BLOCK_EVERY = 500    # every BLOCK_EVERY-th item makes the blocking call
+SAMPLE_S = 0.02      # metrics sampling interval while a job runs
+GIL_ITEMS = 10_000   # items for the GIL measurement
+GIL_WORK = 300       # loop iterations of pure-Python work per item
+GIL_ROUNDS = 7       # timed rounds (1 thread, 2 threads, 1 thread) for the GIL measurement
+
+# %%
+import time
+
+import pandas as pd
+
+from jetbench import DAG, Edge, ExecutionService, Pipeline, Processor, sinks, sources
+from jetbench.processors import collect_sink, items_source, map_processor, noop_sink
+from jetbench.processors.generator_source import GeneratorSource
+
+COUNT = int(RATE * SECONDS)
+
+
+# %% [markdown]
+# ## 1. Tasklets, workers and the round-robin deal
+#
+# A small DAG: a rate-limited source, two map vertices with two instances each, one sink —
+# six tasklets for `THREADS` workers. The service deals cooperative tasklets to workers in
+# turn, and each worker then calls its own tasklets one after the other, round after round.
+# In JupyterLab the dashboard below shows the job live: each tasklet's worker, calls,
+# items/s and queue fill.
+
+# %%
+def parse(x):
+    return 2 * x
+
+def enrich(x):
+    return x + 1
+
+dag = DAG()
+source = dag.new_vertex("source", GeneratorSource(RATE, timestamped=False, count=COUNT), 1)
+parse_v = dag.new_vertex("parse", map_processor(parse), local_parallelism=2)
+enrich_v = dag.new_vertex("enrich", map_processor(enrich), local_parallelism=2)
+sink = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
+dag.edge(Edge.between(source, parse_v)).edge(Edge.between(parse_v, enrich_v))
+dag.edge(Edge.between(enrich_v, sink))
+dag
+
+# %%
+service = ExecutionService(cooperative_threads=THREADS)
+job = service.submit(dag, name="round-robin")
+dashboard = job.dashboard(interval_s=0.1)
+dashboard
+
+# %% [markdown]
+# Without a live front end (a headless run, as in CI) the same facts are in the metrics
+# snapshot: which worker each tasklet ran on, how often it was called, and how many rounds
+# its worker went through.
+
+# %%
+result = job.join(timeout=60)
+dashboard.join(5)
+metrics = job.metrics()
+print(metrics.table())
+
+rounds = {w.index: w.iteration_count for w in metrics.workers if w.kind == "cooperative"}
+deal = pd.DataFrame([
+    {"tasklet": f"{t.vertex}#{t.index}", "worker": t.worker, "calls": t.calls,
+     "worker rounds": rounds[t.worker], "items in": t.received_count, "items out": t.emitted_count}
+    for t in metrics.tasklets
+])
+deal
+
+# %%
+assert sorted(result) == sorted(enrich(parse(x)) for x in range(COUNT))
+# dealt in turn: the i-th tasklet went to worker i % THREADS
+assert list(deal["worker"]) == [i % THREADS for i in range(len(deal))], deal
+# round-robin: a worker calls each of its tasklets once per round, so a tasklet's calls
+# track its worker's rounds (a tasklet leaves the list once it is done)
+ratio = deal["calls"] / deal["worker rounds"]
+assert ratio.between(0.9, 1.0).all(), deal
+
+# %% [markdown]
+# The dashboard keeps its history, so the job can also be drawn after the fact:
+
+# %%
+job.plot_metrics()
+
+# %% [markdown]
+# ## 2. A blocking call stalls every tasklet on its worker
+#
+# Now one worker thread and two independent branches in one job. The *slow* branch calls
+# `slow_lookup`, which for every `BLOCK_EVERY`-th item sleeps `BLOCK_S` seconds as a remote
+# call would; the *quick* branch just passes timestamped items to a latency sink. Written as
+# an ordinary (cooperative) `map`, the sleep happens inside a tasklet's `call()`: the worker
+# cannot run anything else until it returns.
+#
+# We record when each blocking call started and ended, and sample every tasklet's counters
+# every `SAMPLE_S` seconds (`ExecutionService(metrics_interval_s=...)`).
+
+# %%
+blocked = []  # (start, end) of every blocking call, time.monotonic()
+
+def slow_lookup(x):
+    """Some items need a remote lookup: a blocking sleep."""
+    if x % BLOCK_EVERY == 0:
+        start = time.monotonic()
+        time.sleep(BLOCK_S)
+        blocked.append((start, time.monotonic()))
+    return x
+
+def tick(x):
+    return x
+
+def two_branches(lookup_stage):
+    p = Pipeline()
+    slow = p.read_from(sources.generator(RATE, count=COUNT, timestamped=False)).set_name("slow-source")
+    lookup_stage(slow).write_to(sinks.noop())
+    quick = p.read_from(sources.generator(RATE, count=COUNT)).set_name("quick-source")
+    quick.map(tick, name="ticker").write_to(sinks.latency())
+    return p
+
+def cooperative_lookup(stage):
+    return stage.map(slow_lookup, name="slow-lookup")
+
+def run_demo(job_definition):
+    """Run on one cooperative thread; return the job, the quick branch's latency summary and
+    the blocked windows in seconds since the job started."""
+    blocked.clear()
+    service = ExecutionService(cooperative_threads=1, metrics_interval_s=SAMPLE_S)
+    job = service.submit(job_definition)
+    latency = job.join(timeout=60)
+    windows = [(start - job.start_time, end - job.start_time) for start, end in blocked]
+    return job, latency, windows
+
+blocking = two_branches(cooperative_lookup)
+blocking
+
+# %%
+job, latency, windows = run_demo(blocking)
+print(job.metrics().table())
+print("quick branch latency (ms):", {k: round(v, 1) for k, v in latency.items() if k != "count"})
+
+# %% [markdown]
+# The engine times every cooperative call; one slower than `slow_call_ms` (1 ms, Jet's rule
+# of thumb) is counted in the tasklet's `slow_calls`. The blocking map lights up:
+
+# %%
+calls = pd.DataFrame([
+    {"tasklet": f"{t.vertex}#{t.index}", "cooperative": t.cooperative, "slow calls": t.slow_calls,
+     "longest call (ms)": round(t.max_call_ms, 1)}
+    for t in job.metrics().tasklets
+])
+lookup = job.metrics().tasklet("slow-lookup")
+assert lookup.cooperative and lookup.slow_calls >= 1
+assert lookup.max_call_ms >= 0.9 * BLOCK_S * 1000
+calls
+
+
+# %% [markdown]
+# Now the proof that the others stood still. For each blocked window, take the metrics
+# samples that fall inside it and see how far each vertex's counters (items in + items out
+# + calls) moved between the first and the last of them:
+
+# %%
+def progress_while_blocked(job, windows, margin_s=0.03):
+    """Per blocked window: how far each vertex's counters moved between the first and the
+    last metrics sample taken inside the window."""
+    frame = job.metrics_frame()
+    frame["progress"] = frame["received_count"] + frame["emitted_count"] + frame["calls"]
+    wide = frame.pivot_table(index="t", columns="vertex", values="progress", aggfunc="sum")
+    rows = []
+    for start, end in windows:
+        inside = [t for t in wide.index if start + margin_s <= t <= end]
+        if len(inside) >= 2:
+            moved = wide.loc[inside[-1]] - wide.loc[inside[0]]
+            rows.append({"blocked at (s)": round(start, 3),
+                         "sampled for (s)": round(inside[-1] - inside[0], 3), **moved.to_dict()})
+    return pd.DataFrame(rows)
+
+stalled = progress_while_blocked(job, windows)
+stalled
+
+# %%
+assert len(stalled) >= 3, f"only {len(stalled)} blocked windows were sampled"
+others = [c for c in stalled.columns if c not in ("blocked at (s)", "sampled for (s)", "slow-lookup")]
+assert len(others) == 6, others  # every other tasklet: all of them share the one worker
+# while slow-lookup slept, no other tasklet on its worker moved at all ...
+assert (stalled[others] == 0).all().all(), stalled
+# ... so the quick branch's items waited for it
+assert latency["max_ms"] >= 0.8 * BLOCK_S * 1000, latency
+
+
+# %% [markdown]
+# ## 3. The fix: declare the blocking code non-cooperative
+#
+# Seed 002's advice: code that blocks goes through `mapUsingService`, which Jet runs as a
+# **non-cooperative** processor on a dedicated thread. jetbench does the same for
+# `map_using_service`, and for any `Processor` with `is_cooperative = False` (it also gets an
+# outbox that waits for room instead of refusing). The sleep still happens, but only that
+# processor's own thread waits: the cooperative worker keeps serving the quick branch.
+
+# %%
+def service_lookup(stage):
+    return stage.map_using_service(lambda: None, lambda _service, x: slow_lookup(x), name="slow-lookup")
+
+class SlowLookupP(Processor):
+    is_cooperative = False  # a dedicated thread, and an outbox that never refuses
+
+    def process(self, ordinal, inbox):
+        for x in inbox.take():
+            self.outbox.offer(slow_lookup(x))
+
+# the Processor variant: plan the blocking pipeline, then swap the vertex's supplier
+processor_dag = two_branches(cooperative_lookup).to_dag()
+processor_dag.vertex("slow-lookup").supplier = SlowLookupP
+
+runs = {"cooperative map": (job, latency, windows)}
+runs["map_using_service"] = run_demo(two_branches(service_lookup))
+runs["Processor(is_cooperative=False)"] = run_demo(processor_dag)
+
+# %%
+rows = []
+for name, (run_job, run_latency, run_windows) in runs.items():
+    moved = progress_while_blocked(run_job, run_windows)
+    lookup = run_job.metrics().tasklet("slow-lookup")
+    rows.append({
+        "slow-lookup runs as": name,
+        "cooperative": lookup.cooperative,
+        "worker": lookup.worker,
+        "blocked windows sampled": len(moved),
+        "blocked windows with ticker progress": (moved["ticker"] > 0).mean(),
+        "quick p50 latency (ms)": round(run_latency["p50_ms"], 1),
+        "quick p90 latency (ms)": round(run_latency["p90_ms"], 1),
+        "quick max latency (ms)": round(run_latency["max_ms"], 1),
+    })
+comparison = pd.DataFrame(rows)
+comparison
+
+# %%
+blocked_row, *fixed_rows = rows
+assert blocked_row["quick p90 latency (ms)"] > 0.5 * BLOCK_S * 1000, blocked_row
+for row in fixed_rows:
+    assert not row["cooperative"] and row["worker"] < 0, row  # on a dedicated thread
+    assert row["blocked windows sampled"] >= 3, row
+    # the quick branch kept moving through the blocked windows (a busy machine may
+    # still pause the whole process now and then, hence "nearly every") ...
+    assert row["blocked windows with ticker progress"] >= 0.8, row
+    # ... and its items no longer wait for the sleep
+    assert row["quick p90 latency (ms)"] < 0.25 * BLOCK_S * 1000, row
+
+
+# %% [markdown]
+# ## 4. Work stealing on and off
+#
+# The deal at submission is blind to how long tasklets will live. Jet's historical rule
+# (seed 001), kept in jetbench as a switch: when a worker finishes a tasklet, it looks for a
+# colleague with at least two more tasklets and **steals** one. Here the deal gives worker 0
+# four long-running sources and their sinks and worker 1 only short-lived ones. We sample
+# where each tasklet runs and look half-way through the job.
+
+# %%
+def uneven_dag():
+    """Dealt in turn over 2 workers: worker 0 gets the long-running tasklets, worker 1 the quick ones."""
+    dag = DAG()
+    for k in range(4):
+        slow = dag.new_vertex(f"long{k}", GeneratorSource(RATE / 2, timestamped=False, count=COUNT // 2), 1)
+        quick = dag.new_vertex(f"short{k}", items_source(range(5)), 1)
+        slow_sink = dag.new_vertex(f"long{k}-sink", noop_sink(), 1)
+        quick_sink = dag.new_vertex(f"short{k}-sink", noop_sink(), 1)
+        dag.edge(Edge.between(slow, slow_sink)).edge(Edge.between(quick, quick_sink))
+    return dag
+
+def run_stealing(work_stealing):
+    service = ExecutionService(cooperative_threads=2, work_stealing=work_stealing, metrics_interval_s=0.05)
+    job = service.submit(uneven_dag())
+    job.join(timeout=60)
+    frame = job.metrics_frame()
+    first = frame[frame["t"] == frame["t"].min()].set_index("vertex")["worker"]
+    middle_t = frame.loc[frame["t"] >= job.elapsed / 2, "t"].min()
+    middle = frame[frame["t"] == middle_t].set_index("vertex")["worker"]
+    stealing = job.workers[0].stealing
+    long_side = [v for v in middle.index if v.startswith("long")]
+    return {
+        "work stealing": work_stealing,
+        "steals": stealing.steals if stealing is not None else 0,
+        "long-running tasklets on worker 0 at start": int((first[long_side] == 0).sum()),
+        "... on worker 0 half-way": int((middle[long_side] == 0).sum()),
+        "... on worker 1 half-way": int((middle[long_side] == 1).sum()),
+        "worker 1 rounds": next(w.iteration_count for w in job.workers if w.index == 1),
+    }
+
+stealing = pd.DataFrame([run_stealing(False), run_stealing(True)])
+stealing
+
+# %%
+off, on = stealing.to_dict("records")
+assert off["steals"] == 0 and off["... on worker 1 half-way"] == 0, off  # worker 1 went idle
+assert on["steals"] > 0 and on["... on worker 1 half-way"] >= 1, on    # worker 1 took some over
+assert on["worker 1 rounds"] > off["worker 1 rounds"]
+
+
+# %% [markdown]
+# The rule is blunt. Each finished tasklet triggers one steal attempt, and a tasklet already
+# marked for stealing still counts on its old worker's list until it is handed over; when many
+# tasklets finish together, as the short ones do here, the thief keeps marking and can end
+# up with most of the long-running work (compare the two half-way columns).
+#
+# Moving tasklets changes *where* the work runs; whether that makes the job faster is the
+# next question.
+#
+# ## 5. More threads and the GIL
+#
+# In CPython only one thread runs Python bytecode at a time (the global interpreter lock).
+# Two cooperative workers running pure-Python maps take turns holding the lock, so the job
+# takes about as long as on one worker. (Time spent sleeping or in C code that releases the
+# GIL does overlap, which is why section 3's dedicated thread helped.)
+#
+# Wall times are noisy on a busy machine, so the measurement runs `GIL_ROUNDS` rounds of
+# *1 thread, 2 threads, 1 thread* back to back; each round's speedup compares the 2-thread
+# run with the mean of the 1-thread runs around it, and the median round counts.
+
+# %%
+def busy(x):
+    total = 0
+    for i in range(GIL_WORK):
+        total += i * x % 7
+    return total
+
+def cpu_bound_dag():
+    dag = DAG()
+    source = dag.new_vertex("source", items_source(range(GIL_ITEMS)), 1)
+    work = dag.new_vertex("busy", map_processor(busy), local_parallelism=2)
+    sink = dag.new_vertex("sink", noop_sink(), 1)
+    dag.edge(Edge.between(source, work)).edge(Edge.between(work, sink))
+    return dag
+
+def timed(threads):
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    ExecutionService(cooperative_threads=threads).run(cpu_bound_dag(), timeout=120)
+    return time.perf_counter() - wall0, time.process_time() - cpu0
+
+rounds = []
+for _ in range(GIL_ROUNDS):
+    (one_a, cpu_a), (two, cpu_two), (one_b, cpu_b) = timed(1), timed(2), timed(1)
+    rounds.append({"1 thread (s)": (one_a + one_b) / 2, "2 threads (s)": two,
+                   "speedup": (one_a + one_b) / 2 / two,
+                   "CPU / wall, 1 thread": (cpu_a + cpu_b) / (one_a + one_b), "CPU / wall, 2 threads": cpu_two / two})
+gil = pd.DataFrame(rounds)
+speedup = gil["speedup"].median()
+print(f"2 threads vs 1: {speedup:.2f}x (median of {len(gil)} rounds)")
+gil.round(3)
+
+# %%
+assert speedup < 1.3, f"2 threads ran {speedup:.2f}x faster than 1 on pure-Python work"
+# the process never used much more than one core's worth of CPU, even with 2 threads
+assert gil["CPU / wall, 2 threads"].median() < 1.4, gil
+
+# %% [markdown]
+# Next: [03 · backpressure and queues](03-backpressure-and-queues.ipynb).
