@@ -13,6 +13,7 @@
 
 from typing import Any
 
+from . import aggregate, sinks, sources, window
 from .core import (
     DAG,
     DONE,
@@ -28,7 +29,6 @@ from .core import (
     JobStatus,
     JobTimeout,
     Outbox,
-    PipelineError,
     Processor,
     ProcessorContext,
     Routing,
@@ -37,8 +37,9 @@ from .core import (
     Watermark,
 )
 from .core.job import register_view
-from .pipeline import Pipeline
+from .pipeline import Pipeline, PipelineError
 from .processors.window_definition import WindowResult
+from .runners import RunnerOptionError, run
 
 __version__ = "0.1.0"
 
@@ -57,30 +58,6 @@ def _lazy_view(module: str, attribute: str) -> Any:
 register_view("dashboard", _lazy_view("jetbench.notebook", "Dashboard"))
 register_view("plot_metrics", _lazy_view("jetbench.notebook.plots", "plot_metrics"))
 register_view("metrics_frame", _lazy_view("jetbench.frames", "job_metrics_frame"))
-
-
-def run(job: Any, timeout: float | None = None, fuse: bool | None = None, runner: Any = "local",
-        **execution_config: Any) -> Any:
-    """Run a DAG or Pipeline to completion on a new `ExecutionService`; return the value of its
-    collecting sink (a list for ``sinks.collect()``), or None if it has none.
-
-    ``fuse`` overrides a Pipeline's fusion setting; ``execution_config`` goes to
-    `ExecutionService` (e.g. ``cooperative_threads=2, min_idle_us=1000``).
-    ``runner="spark"`` runs the job on Spark instead (`jetbench.spark.SparkRunner`, which takes
-    ``session=`` and ``partitions=`` from ``execution_config``); a runner object with a
-    ``run(job, timeout=, fuse=)`` method is used as it is.
-    """
-    if runner == "spark":
-        from .spark import SparkRunner
-
-        runner = SparkRunner(**execution_config)
-    if runner != "local":
-        if not hasattr(runner, "run"):
-            raise JetbenchError(f"run(): runner must be 'local', 'spark' or a runner object, got {runner!r}")
-        return runner.run(job, timeout=timeout, fuse=fuse)
-    if isinstance(job, Pipeline):
-        job = job.to_dag(fuse=fuse)
-    return ExecutionService(**execution_config).run(job, timeout=timeout)
 
 
 __all__ = [
@@ -104,8 +81,13 @@ __all__ = [
     "ProcessorContext",
     "Routing",
     "RunnerError",
+    "RunnerOptionError",
     "Vertex",
     "Watermark",
     "WindowResult",
+    "aggregate",
     "run",
+    "sinks",
+    "sources",
+    "window",
 ]

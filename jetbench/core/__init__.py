@@ -11,7 +11,6 @@ from .errors import (
     JobCancelled,
     JobError,
     JobTimeout,
-    PipelineError,
     RunnerError,
 )
 from .execution import ExecutionService
@@ -50,7 +49,6 @@ __all__ = [
     "MetricsSampler",
     "MockClock",
     "Outbox",
-    "PipelineError",
     "Processor",
     "ProcessorContext",
     "QueueStatistics",

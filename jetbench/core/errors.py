@@ -28,9 +28,5 @@ class JobTimeout(JetbenchError, TimeoutError):
     """``Job.join(timeout)`` ran out of time; the job keeps running."""
 
 
-class PipelineError(JetbenchError, ValueError):
-    """A pipeline is built wrongly; the message names the stage at fault."""
-
-
 class RunnerError(JetbenchError):
     """A runner cannot run this job shape; the message names the vertex or stage at fault."""

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.dag import DAG, Edge, Routing
-from ..core.errors import PipelineError
 from ..processors.planning import EventKey, Output, PlannedVertex, PlanNode
 from ..processors.transform import Transform, transform_processor
+from .errors import PipelineError
 from .stages import Pipeline
 
 MAXIMUM_WATERMARK_GAP = 1000

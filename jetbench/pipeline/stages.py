@@ -15,7 +15,6 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..core.errors import PipelineError
 from ..processors.aggregate_operation import AggregateOperation, require_operation
 from ..processors.aggregation import AggregateSpec, GroupAggregateSpec
 from ..processors.co_group import CO_GROUP, CoGroupSpec, Tag, tag_key
@@ -28,6 +27,7 @@ from ..processors.transform import FilterSpec, FlatMapSpec, MapSpec, MergeSpec, 
 from ..processors.window_aggregate import WindowAggregateSpec
 from ..processors.window_definition import WindowDefinition
 from .connectors import Sink, SinkSpec, Source, SourceSpec
+from .errors import PipelineError
 
 if TYPE_CHECKING:
     from ..core.dag import DAG

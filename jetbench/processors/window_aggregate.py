@@ -39,7 +39,7 @@ from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.items import Watermark
 from ..core.processor import Processor
-from .aggregate_operation import AggregateOperation
+from .aggregate_operation import AggregateOperation, require_operation
 from .emitter import Emitter
 from .planning import EventKey, Output, Planner, PlanNode, StageSpec
 from .window_definition import WindowDefinition, WindowResult
@@ -441,6 +441,7 @@ class WindowAggregate:
         window_def: WindowDefinition,
     ):
         _get_key_fn(key_fn)
+        op = require_operation(op, "window_aggregate()")
         kind = getattr(window_def, "kind", None)
         if kind == "sliding":
             _check_sliding(op, window_def)
