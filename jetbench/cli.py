@@ -20,7 +20,7 @@ from typing import Any
 def _demo_job(args: argparse.Namespace) -> tuple[Any, str]:
     """The word-count DAG over the corpus (made in Python, or served by an embedded local Spark)."""
     if args.source == "spark":
-        from .spark import datasets, session, sources
+        from .spark import datasets, session, dataframe_sources as sources
         from .wordcount import wordcount_pipeline
 
         spark = session()

@@ -7,7 +7,7 @@ JIT-compiled code outlives the restarts, so otherwise the first master measured 
 then, on each master, every job runs once to start the Python workers and is timed ``repeat``
 times, interleaved; the median is kept.
 
-The SparkRunner job reads the corpus with `jetbench.spark.sources.parquet` (row groups read
+The SparkRunner job reads the corpus with `jetbench.spark.dataframe_sources.parquet` (row groups read
 with pyarrow inside the Spark tasks); the PySpark job reads it as
 ``spark.read.parquet(path).rdd``, as hand-written RDD code does. The report also gives the
 SparkRunner time through the DataFrame path (``parquet(..., engine="spark")``: ``mapInArrow``
@@ -36,7 +36,7 @@ DEFAULT_LINES = 1_000_000
 
 def sparkrunner_pipeline(path: str, engine: str = "arrow") -> Any:
     """Seed 002's word count (`wordcount_pipeline`) reading the parquet corpus."""
-    from ..spark import sources
+    from ..spark import dataframe_sources as sources
 
     return wordcount_pipeline(sources.parquet(path, columns=["line"], as_="value", engine=engine))
 

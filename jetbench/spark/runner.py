@@ -60,7 +60,7 @@ from ..core.dag import DAG, Edge
 from ..core.errors import JetbenchError, JobError, JobTimeout, RunnerError
 from ..core.execution import ExecutionService
 from ..core.plan import merge_parts
-from .sinks import rdd_to_dataframe
+from .dataframe_sinks import rdd_to_dataframe
 from .stage_cut import SparkPlan, assign_partitions, cut, job_to_dag
 from .stage_task import RESULT, ReadArrow, Select, StageFunction, Tagger, no_records, target_partition
 

@@ -33,8 +33,8 @@ from ..core.errors import DagError, JetbenchError, JobError, RunnerError
 from ..core.processor import Processor
 from ..processors.aggregation import AccumulateByKeyP
 from ..processors.generator_source import GeneratorSource
-from .sinks import SparkSink
-from .sources import DataFrameSource, ParquetSource
+from .dataframe_sinks import SparkSink
+from .dataframe_sources import DataFrameSource, ParquetSource
 from .stage_task import InputSpec, OutputSpec, StagePlan, Tagger
 
 __all__ = [

@@ -12,8 +12,8 @@ import pytest
 import jetbench
 from jetbench import DAG, Edge, JetbenchError, Pipeline, WindowResult, aggregate, sinks, sources
 from jetbench.processors import collect_sink
-from jetbench.spark import sinks as spark_sinks
-from jetbench.spark import sources as spark_sources
+from jetbench.spark import dataframe_sinks as spark_sinks
+from jetbench.spark import dataframe_sources as spark_sources
 from jetbench.spark._arrow import ArrowDecoder, item_to_record
 from jetbench.window import tumbling
 

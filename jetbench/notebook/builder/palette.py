@@ -344,7 +344,7 @@ def _none(value: Any) -> Any:
 _P = "from jetbench.processors import "
 _AGG = "from jetbench import aggregate"
 _WIN = "from jetbench import window"
-_SPARK = "from jetbench.spark.sources import "
+_SPARK = "from jetbench.spark.dataframe_sources import "
 
 KEY = Param("key", "code", "x", help="grouping key: an expression in x, or a function body")
 OP = Param("op", "choice", "counting", choices=tuple(OPS), help="aggregate operation")
@@ -671,19 +671,19 @@ def _spark_kinds() -> list[Kind]:
     """The Spark sources: their build and code import ``jetbench.spark`` only when used."""
 
     def dataframe(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
-        from ...spark.sources import dataframe
+        from ...spark.dataframe_sources import dataframe
 
         df = eval_expr(p["df"], ns, "df")
         return dataframe(df, _columns(p, ns, "df"), _spark_as(p), timestamp=p["timestamp"] or None).supplier
 
     def parquet(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
-        from ...spark.sources import parquet
+        from ...spark.dataframe_sources import parquet
 
         return parquet(p["path"], _columns(p, ns, "parquet"), _spark_as(p), engine=p["engine"],
                        timestamp=p["timestamp"] or None).supplier
 
     def table(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
-        from ...spark.sources import table
+        from ...spark.dataframe_sources import table
 
         return table(p["table"], _columns(p, ns, "table"), _spark_as(p), timestamp=p["timestamp"] or None).supplier
 
