@@ -36,14 +36,29 @@ def _view(name: str) -> Callable[..., Any]:
 
 
 class JobWorker(Protocol):
-    """What a job reads of the workers running it (``execution.CooperativeWorker`` and
-    ``BlockingWorker``)."""
+    """What a job, and whoever reads ``job.workers``, sees of the workers running it
+    (``execution.CooperativeWorker`` and ``BlockingWorker``)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
 
     @property
     def thread(self) -> threading.Thread: ...
 
     @property
     def idler(self) -> Idler: ...
+
+    @property
+    def iteration_count(self) -> int: ...
+
+    @property
+    def idle_count(self) -> int: ...
+
+    @property
+    def cpu_time_s(self) -> float: ...
 
     def statistics(self) -> WorkerStatistics: ...
 
