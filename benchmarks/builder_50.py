@@ -22,8 +22,8 @@ import time
 from jetbench import DAG
 from jetbench.notebook import DagBuilder
 from jetbench.notebook.builder import BuilderModel
-from jetbench.notebook.builder.palette import check_code, check_expr, check_steps
-from jetbench.notebook.builder.readback import _lambda_of
+from jetbench.notebook.builder.code_text import check_code, check_expr, check_steps
+from jetbench.notebook.builder.function_readback import _lambda_of
 from jetbench.notebook.headless import recording_comms
 from jetbench.processors import map_processor
 

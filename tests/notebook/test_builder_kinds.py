@@ -14,7 +14,7 @@ import pytest
 
 from jetbench import DAG, Edge, ExecutionService, Pipeline, aggregate, sinks, sources
 from jetbench.notebook.builder import BuilderError, BuilderModel, Palette
-from jetbench.notebook.builder import palette as palette_module
+from jetbench.notebook.builder import builtin_kinds as catalogue
 from jetbench.processors import (
     collect_sink,
     counting,
@@ -96,7 +96,7 @@ def test_palette_offers_every_source_transform_join_and_sink_with_json_metadata(
 
 
 def test_spark_kinds_only_when_pyspark_imports(monkeypatch):
-    monkeypatch.setattr(palette_module, "spark_available", lambda: False)
+    monkeypatch.setattr(catalogue, "spark_available", lambda: False)
     ids = {k.id for k in Palette().kinds()}
     assert not ids & {"spark_dataframe", "spark_parquet", "spark_table"} and "items" in ids
 

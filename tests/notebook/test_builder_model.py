@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import operator
-import time
 
 import pytest
 
@@ -439,23 +438,19 @@ def test_load_rejects_other_documents_and_loaded_custom_vertices_need_a_supplier
 # ------------------------------------------------------------------------------ scale
 
 
-def test_fifty_vertices_edit_and_validate_quickly():
+def test_fifty_vertices_edit_validate_and_run():
+    # How fast this is belongs in benchmarks/builder_50.py; here, that a long chain stays right.
     m = BuilderModel()
     ids = chain(m, ("items", "src", {"items": "range(100)"}), *[("map", f"m{i}", {"fn": "x + 1"}) for i in range(48)],
                 ("collect", "out", {}))
     assert len(ids) == 50
-    t0 = time.perf_counter()
     m.update_vertex(ids[10], params={"fn": "x + 2"})
-    problems = m.problems_json()
-    elapsed = time.perf_counter() - t0
-    assert problems == {"vertices": {}, "edges": {}, "dag": []}
-    assert elapsed < 0.25, elapsed
+    assert m.problems_json() == {"vertices": {}, "edges": {}, "dag": []}
     assert run(m.to_dag())[-1] == 99 + 49
 
 
 def test_exported_code_does_not_shadow_functions_named_like_vertices():
     from jetbench import DAG, Edge, run
-    from jetbench.notebook.builder.model import BuilderModel
     from jetbench.processors import collect_sink, flat_map_processor, items_source
 
     def tokenize(line):

@@ -9,7 +9,7 @@ import pytest
 from jetbench import DAG, Edge, ExecutionService, Pipeline, aggregate, sinks, sources
 from jetbench.notebook import DagBuilder
 from jetbench.notebook.builder import BuilderModel
-from jetbench.notebook.builder.model import GAP_Y, NODE_H, NODE_W
+from jetbench.notebook.builder.layout import GAP_Y, NODE_H, NODE_W
 from jetbench.notebook.headless import recording_comms
 from jetbench.processors import (
     collect_sink,

@@ -25,8 +25,9 @@ import traitlets
 
 from ...core.dag import DAG
 from .._assets import asset_text
-from .model import BuilderModel
-from .palette import BuilderError, Palette
+from .builder_model import BuilderModel
+from .kind import BuilderError
+from .palette import Palette
 
 RESULT_PREVIEW = 20  # items of a list result shown in the builder
 
@@ -228,7 +229,7 @@ class DagBuilder(anywidget.AnyWidget):
         """A builder on a saved document; nothing in it is executed."""
         builder = cls(**kwargs)
         builder.model.load(path)
-        builder.model._undo.clear()
+        builder.model.forget_history()
         builder._sync()
         return builder
 

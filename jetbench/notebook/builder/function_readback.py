@@ -24,7 +24,7 @@ and the builder keeps the function as an object (an opaque vertex).
 >>> function_code(lambda x: OFFSET + x, ("x",), {})
 Traceback (most recent call last):
 ...
-jetbench.notebook.builder.readback.Unreadable: its code uses OFFSET, which the notebook namespace does not have
+jetbench.notebook.builder.function_readback.Unreadable: its code uses OFFSET, which the notebook namespace does not have
 """
 
 from __future__ import annotations
