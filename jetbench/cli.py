@@ -20,7 +20,8 @@ from typing import Any
 def _demo_job(args: argparse.Namespace) -> tuple[Any, str]:
     """The word-count DAG over the corpus (made in Python, or served by an embedded local Spark)."""
     if args.source == "spark":
-        from .spark import datasets, session, dataframe_sources as sources
+        from .spark import dataframe_sources as sources
+        from .spark import datasets, session
         from .wordcount import wordcount_pipeline
 
         spark = session()
@@ -36,7 +37,7 @@ def _demo_job(args: argparse.Namespace) -> tuple[Any, str]:
 def _demo(args: argparse.Namespace) -> int:
     from .core import ExecutionService
 
-    print(f"jetbench demo: word count (seed 002) over {args.lines:,} lines, {args.threads} cooperative thread(s)")
+    print(f"jetbench demo: the word count of Jet's DAG documentation over {args.lines:,} lines, {args.threads} cooperative thread(s)")
     dag, where = _demo_job(args)
     print(f"corpus {where}")
     service = ExecutionService(cooperative_threads=args.threads)
@@ -121,7 +122,7 @@ def _idle_experiment(args: argparse.Namespace) -> int:
     for cost in sleep_granularity(seconds=0.3):
         print(f"  sleep({cost.requested_us:>6g} us) -> {cost.actual_us:8.1f} us, {cost.cpu_per_wakeup_us:5.1f} us CPU, "
               f"{cost.cpu_percent:5.1f} %")
-    print("\nCPU % at each rate: Jet 3.0 (seed 004's blog) beside jetbench")
+    print("\nCPU % at each rate: Jet 3.0 (Jet's \"Idle Green Threads\" blog post, 2019) beside jetbench")
     print(blog_table(frame).to_string())
     print("\nthe targets (medians over repeats; bound: the best any strategy that sleeps can do here,"
           " or on the blog rows the strategies' own wake-ups and rounds at hot-cache cost):")
@@ -153,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")
 
-    demo = sub.add_parser("demo", help="run seed 002's word count and print top words and metrics")
+    demo = sub.add_parser("demo", help="run the word count of Jet's DAG documentation and print top words and metrics")
     demo.add_argument("--lines", type=int, default=200_000, help="corpus lines to generate (default 200000)")
     demo.add_argument("--threads", type=int, default=1, help="cooperative threads (default 1)")
     demo.add_argument("--top", type=int, default=10, help="how many top words to print")
@@ -173,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--queue-items", type=int, default=100_000,
                        help="chain: items for the thread-per-vertex queue.Queue baseline (0 = skip)")
     bench.add_argument("--hz", type=float, default=10.0, help="dashboard: sampler refresh rate (default 10)")
-    idle = sub.add_parser("idle-experiment", help="seed 004's idle-CPU sweep over rates, floors and strategies")
+    idle = sub.add_parser("idle-experiment", help="the idle-CPU sweep of Jet's \"Idle Green Threads\" blog post (2019) over rates, floors and strategies")
     idle.add_argument("--quick", action="store_true", help="short points, rates 1000 and 250000 (for CI)")
     idle.add_argument("--json", action="store_true", help="print the rows as one JSON list")
     idle.add_argument("--source", choices=["generator", "spark"], default="generator")

@@ -1,7 +1,7 @@
 """Word count on Spark: SparkRunner against the same job written directly in PySpark RDD code.
 
 Both read the same parquet corpus (`jetbench.spark.datasets.corpus`, made by Spark and cached)
-and count words with seed 002's tokenizer, in one process, first on ``local[1]`` and then on
+and count words with `jetbench.wordcount.tokenize`, in one process, first on ``local[1]`` and then on
 ``local[2]`` (the embedded session is restarted between them). The JVM is warmed up first (its
 JIT-compiled code outlives the restarts, so otherwise the first master measured pays for it);
 then, on each master, every job runs once to start the Python workers and is timed ``repeat``
@@ -35,7 +35,7 @@ DEFAULT_LINES = 1_000_000
 
 
 def sparkrunner_pipeline(path: str, engine: str = "arrow") -> Any:
-    """Seed 002's word count (`wordcount_pipeline`) reading the parquet corpus."""
+    """The word count (`jetbench.wordcount.wordcount_pipeline`) reading the parquet corpus."""
     from ..spark import dataframe_sources as sources
 
     return wordcount_pipeline(sources.parquet(path, columns=["line"], as_="value", engine=engine))

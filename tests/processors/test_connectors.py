@@ -202,8 +202,27 @@ def test_files_sink_writes_part_files(tmp_path):
     assert (out / "part-00003").read_text() == "a\n1\n(2, 3)\n"
 
 
-def test_files_sink_close_without_init():
-    FilesSink("never-created")().close()
+def test_files_sink_close_flushes_and_releases_its_file(tmp_path):
+    import psutil
+
+    def open_paths() -> set[str]:
+        return {f.path for f in psutil.Process().open_files()}
+
+    p = FilesSink(tmp_path / "out")()
+    p.init(Outbox(1), ProcessorContext("files", 0, 2, 1, 3))
+    p.process(0, Inbox(["a", 1]))
+    path = tmp_path / "out" / "part-00002"
+    assert str(path) in open_paths()
+    p.close()
+    assert str(path) not in open_paths()
+    assert path.read_text() == "a\n1\n"
+    p.close()  # closing twice is harmless and changes nothing
+    assert path.read_text() == "a\n1\n"
+
+
+def test_files_sink_close_without_init_creates_nothing(tmp_path):
+    FilesSink(tmp_path / "never-created")().close()
+    assert not (tmp_path / "never-created").exists()
 
 
 # -- latency ----------------------------------------------------------------------------------
