@@ -24,11 +24,10 @@ Everything here imports pyspark; nothing outside ``jetbench.spark`` does.
 from . import dataframe_sinks, dataframe_sources, datasets
 from ._hash import stable_hash
 from ._session import cache_dir, session, stop
-from .runner import SparkConfig, SparkOptionError, SparkRunner
+from .runner import SparkConfig, SparkRunner
 
 __all__ = [
     "SparkConfig",
-    "SparkOptionError",
     "SparkRunner",
     "cache_dir",
     "dataframe_sinks",

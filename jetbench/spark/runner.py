@@ -41,7 +41,7 @@ driver, so collect only what fits there (the Spark sinks keep data in Spark).
 
 The keywords a `SparkRunner` takes (also through ``jetbench.run(job, runner="spark", **options)``)
 are those of `SparkConfig`: ``session``, ``partitions`` and the `ExecutionService` settings
-of the tasks; any other raises `SparkOptionError`, naming it and listing the accepted ones.
+of the tasks; any other raises `jetbench.RunnerOptionError`, naming it and listing the accepted ones.
 """
 
 from __future__ import annotations
@@ -60,23 +60,15 @@ from ..core.dag import DAG, Edge
 from ..core.errors import JetbenchError, JobError, JobTimeout, RunnerError
 from ..core.execution import ExecutionService
 from ..core.plan import merge_parts
+from ..runners import RunnerOptionError
 from .dataframe_sinks import rdd_to_dataframe
 from .stage_cut import SparkPlan, assign_partitions, cut, job_to_dag
 from .stage_task import RESULT, ReadArrow, Select, StageFunction, Tagger, no_records, target_partition
 
-__all__ = ["DEFAULT_EXECUTION", "SparkConfig", "SparkOptionError", "SparkRunner"]
+__all__ = ["DEFAULT_EXECUTION", "SparkConfig", "SparkRunner"]
 
 #: In-task execution defaults (one cooperative thread: a Spark task owns one core).
 DEFAULT_EXECUTION: Mapping[str, Any] = MappingProxyType({"cooperative_threads": 1, "noncooperative_max_idle_us": 1000})
-
-
-class SparkOptionError(JetbenchError, TypeError):
-    """A keyword `SparkRunner` does not take (a `TypeError` too, as Python's own is)."""
-
-    def __init__(self, keyword: str, accepted: tuple[str, ...]):
-        self.keyword = keyword
-        self.accepted = accepted
-        super().__init__(f"SparkRunner: unknown option {keyword!r}; it takes {', '.join(accepted)}")
 
 
 def _execution_keywords() -> tuple[str, ...]:
@@ -103,10 +95,10 @@ class SparkConfig:
         partitions = self.partitions
         if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
             raise JetbenchError(f"SparkRunner: partitions must be an int >= 1, got {partitions!r}")
-        accepted = self.keywords()
+        accepted = _execution_keywords()
         for name in self.execution:
-            if name not in accepted or name in ("session", "partitions"):
-                raise SparkOptionError(name, accepted)
+            if name not in accepted:
+                raise RunnerOptionError("spark", f"execution[{name!r}]", accepted)
         execution = {**DEFAULT_EXECUTION, **self.execution}
         ExecutionService(**execution)  # fail here on a bad setting
         object.__setattr__(self, "execution", MappingProxyType(execution))
@@ -119,11 +111,11 @@ class SparkConfig:
     @classmethod
     def from_options(cls, **options: Any) -> SparkConfig:
         """A config from flat keywords (``session=``, ``partitions=``, the execution settings);
-        an unknown keyword raises `SparkOptionError`."""
+        an unknown keyword raises `jetbench.RunnerOptionError`."""
         accepted = cls.keywords()
         for name in options:
             if name not in accepted:
-                raise SparkOptionError(name, accepted)
+                raise RunnerOptionError("spark", name, accepted)
         session = options.pop("session", None)
         partitions = options.pop("partitions", None)
         return cls(session, partitions, options)
@@ -133,7 +125,7 @@ class SparkRunner:
     """Runs DAGs and Pipelines on Spark (see the module doc for how).
 
     ``SparkRunner(session=None, *, partitions=None, **execution)`` takes the keywords of
-    `SparkConfig` (an unknown one raises `SparkOptionError`); `from_config` takes a config,
+    `SparkConfig` (an unknown one raises `jetbench.RunnerOptionError`); `from_config` takes a config,
     `from_options` the keywords alone.
     """
 
@@ -153,7 +145,7 @@ class SparkRunner:
     @classmethod
     def from_options(cls, **options: Any) -> SparkRunner:
         """A runner from the keywords of `SparkConfig.from_options` (what ``jetbench.run(job,
-        runner="spark", **options)`` passes); an unknown keyword raises `SparkOptionError`."""
+        runner="spark", **options)`` passes); an unknown keyword raises `jetbench.RunnerOptionError`."""
         return cls.from_config(SparkConfig.from_options(**options))
 
     @property
