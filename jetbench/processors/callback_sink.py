@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from ..core.processor import Processor
 from .supplier import ProcessorSupplier
 
@@ -17,7 +18,7 @@ class CallbackSinkP(Processor):
     def __init__(self, fn: Callable[[Any], Any]):
         self.fn = fn
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         inbox.drain(self.fn)
 
 

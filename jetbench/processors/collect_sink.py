@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.inbox import Inbox
 from ..core.processor import Processor
 from .supplier import ProcessorSupplier
 
@@ -16,7 +17,7 @@ class CollectSinkP(Processor):
     def __init__(self) -> None:
         self.items: list[Any] = []
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         self.items += inbox.take()
 
     def result_part(self) -> list[Any]:

@@ -22,7 +22,7 @@ class Emitter:
 
     def __init__(self, outbox: Outbox):
         self.outbox = outbox
-        self.pending: list[tuple[int, list]] = []
+        self.pending: list[tuple[int, list[Any]]] = []
         self._ordinals = range(outbox.ordinal_count)
 
     def room(self) -> int:
@@ -48,7 +48,7 @@ class Emitter:
                 self._offer(ordinal, items)
         return not self.pending
 
-    def emit(self, items: list) -> bool:
+    def emit(self, items: list[Any]) -> bool:
         """Offer ``items`` (owned by the emitter from now on) to every ordinal; True if all fit."""
         ordinals = self._ordinals
         if len(ordinals) == 1:
@@ -69,7 +69,7 @@ class Emitter:
             self.emit(chunk)
         return len(chunk) < room and not self.pending
 
-    def _offer(self, ordinal: int, items: list) -> None:
+    def _offer(self, ordinal: int, items: list[Any]) -> None:
         n = self.outbox.offer_batch(items, ordinal)
         if n < len(items):
             self.pending.append((ordinal, items[n:]))

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import os
+from typing import TextIO
 
-from ..core.processor import Processor
+from ..core.inbox import Inbox
+from ..core.outbox import Outbox
+from ..core.processor import Processor, ProcessorContext
 from .supplier import ProcessorSupplier
 
 
@@ -21,15 +24,16 @@ class FilesSinkP(Processor):
         self.directory = directory
         self.encoding = encoding
         self.path: str | None = None
-        self._file = None
+        self._file: TextIO | None = None
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         os.makedirs(self.directory, exist_ok=True)
         self.path = os.path.join(self.directory, f"part-{context.global_index:05d}")
         self._file = open(self.path, "w", encoding=self.encoding)  # noqa: SIM115 - closed in close()
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        assert self._file is not None, "process() before init()"
         self._file.write("".join([f"{item}\n" for item in inbox.take()]))
 
     def close(self) -> None:
@@ -44,7 +48,7 @@ class FilesSinkP(Processor):
 class FilesSink(ProcessorSupplier):
     """Supplier of `FilesSinkP`; ``directory`` and ``encoding`` are its params."""
 
-    def __init__(self, directory: str | os.PathLike, encoding: str = "utf-8"):
+    def __init__(self, directory: str | os.PathLike[str], encoding: str = "utf-8"):
         super().__init__(FilesSinkP, os.fspath(directory), encoding, label="files_sink")
 
     def __repr__(self) -> str:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import glob
 import os
+from typing import TextIO
 
 from ..core.errors import JetbenchError
+from ..core.outbox import Outbox
+from ..core.processor import ProcessorContext
 from .emitter import EmittingProcessor
 from .supplier import ProcessorSupplier
 
@@ -27,9 +30,9 @@ class FilesSourceP(EmittingProcessor):
         self.paths = paths
         self.encoding = encoding
         self._mine: list[str] = []
-        self._file = None
+        self._file: TextIO | None = None
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._mine = list(self.paths[context.global_index :: context.total_parallelism])
         self._mine.reverse()  # pop() from the end takes them in path order

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import JetbenchError
+from ..core.outbox import Outbox
+from ..core.processor import ProcessorContext
 from .emitter import EmittingProcessor
 from .supplier import ProcessorSupplier
 
@@ -40,7 +42,7 @@ class GeneratorP(EmittingProcessor):
         self.count = count
         self._start_ns = 0
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._step = context.total_parallelism
         self._next = context.global_index  # the next sequence number this instance emits
@@ -69,6 +71,7 @@ class GeneratorP(EmittingProcessor):
         seqs = range(seq, seq + n * step, step)
         self._next = seq + n * step
         fn = self.item_fn
+        items: list[Any]
         if self.timestamped:
             t0, ms_per_item = self._start_epoch_ms, 1000.0 / self.rate_per_s
             if fn is None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..core.outbox import Outbox
+from ..core.processor import ProcessorContext
 from .emitter import EmittingProcessor
 from .supplier import ProcessorSupplier
 
@@ -20,7 +22,7 @@ class ItemsSourceP(EmittingProcessor):
         self._items = items
         self._iterator = iter(())
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         items, n, k = self._items, context.total_parallelism, context.global_index
         if isinstance(items, Sequence):

@@ -11,6 +11,7 @@ from itertools import accumulate
 from typing import Any
 
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from ..core.processor import Processor
 from .supplier import ProcessorSupplier
 
@@ -35,7 +36,7 @@ class LatencySinkP(Processor):
         self.max = -math.inf
         self._random = random.Random()
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         now = time.time_ns() / 1e6
         batch = [now - ts for ts, _ in inbox.take()]
         if not batch:

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
+from ..core.outbox import Outbox
+from ..core.processor import ProcessorContext
 from .emitter import EmittingProcessor
 from .planning import Planner, PlanNode, StageSpec, plan_unary
 from .supplier import ProcessorSupplier
@@ -35,12 +38,12 @@ class MapUsingServiceP(EmittingProcessor):
         self.service: Any = None
         self._has_service = False
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self.service = self.service_factory()
         self._has_service = True
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         emitter = self._emitter
         room = emitter.free_room()
         if room <= 0:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from ..core.inbox import Inbox
 from ..core.processor import Processor
 
 
 class NoopSinkP(Processor):
     """Discards every item."""
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         inbox.clear()
 
 

@@ -20,7 +20,7 @@ class PandasSink(ProcessorSupplier):
         super().__init__(CollectSinkP, label="pandas_sink")
 
     @staticmethod
-    def merge_results(parts: list[list]) -> Any:
+    def merge_results(parts: list[list[Any]]) -> Any:
         import pandas as pd
 
         return pd.DataFrame(CollectSink.merge_results(parts))

@@ -34,7 +34,7 @@ class ProcessorSupplier:
     """
 
     def __init__(self, processor: Callable[..., Any], /, *args: Any, label: str | None = None,
-                 merge_results: Callable[[list], Any] | None = None, **kwargs: Any):
+                 merge_results: Callable[[list[Any]], Any] | None = None, **kwargs: Any):
         if not callable(processor):
             raise JetbenchError(f"ProcessorSupplier needs a processor class or factory, got {processor!r}")
         try:
@@ -48,7 +48,8 @@ class ProcessorSupplier:
         #: the processor's arguments by parameter name (``*args`` / ``**kwargs`` under their own names)
         self.params: dict[str, Any] = dict(bound.arguments)
         self._kinds = {p.name: p.kind for p in signature.parameters.values()}
-        self.label = label or getattr(processor, "__name__", type(processor).__name__)
+        default_label: str = getattr(processor, "__name__", type(processor).__name__)
+        self.label = label or default_label
         if merge_results is not None:
             self.merge_results = merge_results
 
@@ -80,7 +81,7 @@ class ProcessorSupplier:
 
 
 def supplier(processor: Callable[..., Any], /, *args: Any, label: str | None = None,
-             merge_results: Callable[[list], Any] | None = None, **kwargs: Any) -> ProcessorSupplier:
+             merge_results: Callable[[list[Any]], Any] | None = None, **kwargs: Any) -> ProcessorSupplier:
     """A vertex supplier making ``processor(*args, **kwargs)`` per instance (see `ProcessorSupplier`)."""
     return ProcessorSupplier(processor, *args, label=label, merge_results=merge_results, **kwargs)
 

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..core.inbox import Inbox
 from ..core.plan import merge_parts
 from ..core.processor import Processor
 from .supplier import ProcessorSupplier
@@ -14,12 +17,12 @@ class ToDictSinkP(Processor):
     collects = True
 
     def __init__(self) -> None:
-        self.result: dict = {}
+        self.result: dict[Any, Any] = {}
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         self.result.update(inbox.take())
 
-    def result_part(self) -> dict:
+    def result_part(self) -> dict[Any, Any]:
         return self.result
 
 

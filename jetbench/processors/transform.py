@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..core.inbox import Inbox
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec
 from .supplier import ProcessorSupplier
@@ -52,7 +53,7 @@ class Transform:
         self.keep_timestamps = keep_timestamps
         self._fn = _compile(steps, timestamped, timestamped and keep_timestamps)
 
-    def _with(self, steps: tuple, keep_timestamps: bool | None = None) -> Transform:
+    def _with(self, steps: tuple[tuple[str, Callable[..., Any]], ...], keep_timestamps: bool | None = None) -> Transform:
         keep = self.keep_timestamps if keep_timestamps is None else keep_timestamps
         return Transform(steps, self.timestamped, keep)
 
@@ -81,7 +82,7 @@ class Transform:
         """True if one input item may give more than one output item."""
         return any(kind == FLAT_MAP for kind, _ in self.steps)
 
-    def __call__(self, batch: list) -> list:
+    def __call__(self, batch: list[Any]) -> list[Any]:
         return self._fn(batch)
 
     def __repr__(self) -> str:
@@ -101,7 +102,7 @@ class Transform:
 
 def _compile(
     steps: tuple[tuple[str, Callable[..., Any]], ...], timestamped: bool = False, keep: bool = False
-) -> Callable[[list], list]:
+) -> Callable[[list[Any]], list[Any]]:
     """One comprehension for the whole chain.
 
     Consecutive maps nest as calls, ``f1(f0(x))``; a filter binds the value it tests with
@@ -128,7 +129,8 @@ def _compile(
     if keep:
         expr = f"(t, {expr})"
     source = f"lambda batch: [{expr} {' '.join(clauses)}]"
-    return eval(compile(source, "<jetbench fused transform>", "eval"), env)  # noqa: S307 - our own code
+    fused: Callable[[list[Any]], list[Any]] = eval(compile(source, "<jetbench fused transform>", "eval"), env)  # noqa: S307 - our own code
+    return fused
 
 
 class TransformP(EmittingProcessor):
@@ -144,7 +146,7 @@ class TransformP(EmittingProcessor):
         self._expands = transform.expands
         self._ratio = 1.0
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         emitter = self._emitter
         if emitter.pending and not emitter.flush():
             return
