@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from operator import itemgetter
-from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 from window_helpers import CONTEXT, canon, drive, reference_sliding
 
 from jetbench import DAG, Edge, ExecutionService
+from jetbench.core.clock import MockClock
 from jetbench.core.errors import JetbenchError
 from jetbench.core.inbox import Inbox
 from jetbench.core.items import IDLE_MESSAGE, Watermark
 from jetbench.core.outbox import Outbox
+from jetbench.core.processor import ProcessorContext
 from jetbench.processors import collect_sink, items_source
 from jetbench.processors import insert_watermarks as wm_module
 from jetbench.processors.aggregate_operation import summing
@@ -83,11 +85,11 @@ def test_a_batch_without_a_new_watermark_is_emitted_whole():
     box = Outbox(1, capacity=1024)
     p.init(box, CONTEXT)
     p.process(0, Inbox([(1, "first")]))
-    assert box._take_bucket(0) == [(1, "first")] and p.try_process()
-    box._control = None
+    assert box.take_bucket(0) == [(1, "first")] and p.try_process()
+    box.take_watermark()
     batch = [(t, t) for t in range(500)]
     p.process(0, Inbox(list(batch)))
-    assert box._take_bucket(0) == batch and box._control is None
+    assert box.take_bucket(0) == batch and box.pending_watermark is None
 
 
 @settings(max_examples=50, deadline=None)
@@ -127,62 +129,63 @@ def test_float_timestamps_and_negative_watermarks():
     ]
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
+def _on_mock_clock(monkeypatch, clock: MockClock) -> ProcessorContext:
+    """A context whose clock is ``clock``. Until InsertWatermarksP reads ``context.clock``, it
+    reads the module's ``time``: that is pointed at the same mock clock."""
+    monkeypatch.setattr(wm_module, "time", clock)
+    return replace(CONTEXT, clock=clock)
 
 
 def test_idle_marker_once_per_idle_period(monkeypatch):
-    clock = FakeClock()
-    monkeypatch.setattr(wm_module, "time", SimpleNamespace(monotonic=clock.monotonic))
+    clock = MockClock(start=1000.0)
+    context = _on_mock_clock(monkeypatch, clock)
     p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=500)
     box = Outbox(1, capacity=16)
-    p.init(box, CONTEXT)
-    clock.now += 0.499
-    assert p.try_process() and box._control is None
-    clock.now += 0.001
-    assert p.try_process() and box._control is IDLE_MESSAGE
-    box._control = None
-    clock.now += 5
-    assert p.try_process() and box._control is None  # once only
+    p.init(box, context)
+    clock.advance(0.499)
+    assert p.try_process() and box.pending_watermark is None
+    clock.advance(0.001)
+    assert p.try_process() and box.pending_watermark is IDLE_MESSAGE
+    box.take_watermark()
+    clock.advance(5)
+    assert p.try_process() and box.pending_watermark is None  # once only
     p.process(0, Inbox([(15, "x")]))
-    assert box._take_bucket(0) == [(15, "x")]
-    assert p.try_process() and box._control == Watermark(10)
-    box._control = None
-    clock.now += 0.4
-    assert p.try_process() and box._control is None
-    clock.now += 0.1
-    assert p.try_process() and box._control is IDLE_MESSAGE
+    assert box.take_bucket(0) == [(15, "x")]
+    assert p.try_process() and box.pending_watermark == Watermark(10)
+    box.take_watermark()
+    clock.advance(0.4)
+    assert p.try_process() and box.pending_watermark is None
+    clock.advance(0.1)
+    assert p.try_process() and box.pending_watermark is IDLE_MESSAGE
     assert (p.watermarks_emitted, p.idle_messages_emitted) == (1, 2)
 
 
 def test_idle_marker_waits_for_pending_output(monkeypatch):
-    clock = FakeClock()
-    monkeypatch.setattr(wm_module, "time", SimpleNamespace(monotonic=clock.monotonic))
+    clock = MockClock(start=1000.0)
+    context = _on_mock_clock(monkeypatch, clock)
     p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=100)
     box = Outbox(1, capacity=1)
-    p.init(box, CONTEXT)
+    p.init(box, context)
     p.process(0, Inbox([(1, "a")]))
-    clock.now += 1
+    clock.advance(1)
     assert not p.try_process()  # the watermark is still waiting behind (1, "a")
-    assert box._take_bucket(0) == [(1, "a")]
+    assert box.take_bucket(0) == [(1, "a")]
     assert not p.try_process()  # the watermark went out, the idle marker waits behind it
-    assert box._control == Watermark(0)
-    box._control = None
-    assert p.try_process() and box._control is IDLE_MESSAGE
-    box._control = None
-    assert p.try_process() and box._control is None
+    assert box.pending_watermark == Watermark(0)
+    box.take_watermark()
+    assert p.try_process() and box.pending_watermark is IDLE_MESSAGE
+    box.take_watermark()
+    assert p.try_process() and box.pending_watermark is None
 
 
-def test_idle_disabled():
+def test_idle_disabled(monkeypatch):
+    clock = MockClock(start=1000.0)
+    context = _on_mock_clock(monkeypatch, clock)
     p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=None)
     box = Outbox(1)
-    p.init(box, CONTEXT)
-    p._last_item_at -= 10**6
-    assert p.try_process() and box._control is None
+    p.init(box, context)
+    clock.advance(10**6)
+    assert p.try_process() and box.pending_watermark is None
 
 
 @pytest.mark.parametrize(
