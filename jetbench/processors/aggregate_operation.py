@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import JetbenchError
+from .supplier import set_builder_code
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class AggregateOperation:
     finish: Callable[[Any], Any] | None = None
     deduct: Callable[[Any, Any], Any] | None = None
     recipe: tuple[str, tuple[Any, ...]] | None = field(default=None, compare=False, repr=False)
-    accumulate_all: Callable[[Any, list], Any] | None = field(default=None, compare=False, repr=False)
+    accumulate_all: Callable[[Any, list[Any]], Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("create", "accumulate"):
@@ -58,14 +59,14 @@ def _identity(x: Any) -> Any:
     return x
 
 
-_identity.__jetbench_code__ = "x"  # what the DAG builder shows for it
+set_builder_code(_identity, "x")
 
 
 def _count_one(acc: int, _item: Any) -> int:
     return acc + 1
 
 
-def _count_all(acc: int, items: list) -> int:
+def _count_all(acc: int, items: list[Any]) -> int:
     return acc + len(items)
 
 
@@ -112,7 +113,7 @@ def summing(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
 def averaging(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     """Mean of ``fn(item)``; None for an empty group. The accumulator is ``(sum, count)``."""
 
-    def accumulate(acc: tuple, item: Any) -> tuple:
+    def accumulate(acc: tuple[Any, int], item: Any) -> tuple[Any, int]:
         return acc[0] + fn(item), acc[1] + 1
 
     return AggregateOperation(
@@ -149,22 +150,22 @@ def max_by(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     return _extreme(fn, operator.gt, "max_by")
 
 
-def _append(acc: list, item: Any) -> list:
+def _append(acc: list[Any], item: Any) -> list[Any]:
     acc.append(item)
     return acc
 
 
-def _extend(a: list, b: list) -> list:
+def _extend(a: list[Any], b: list[Any]) -> list[Any]:
     a.extend(b)
     return a
 
 
-def _add(acc: set, item: Any) -> set:
+def _add(acc: set[Any], item: Any) -> set[Any]:
     acc.add(item)
     return acc
 
 
-def _union(a: set, b: set) -> set:
+def _union(a: set[Any], b: set[Any]) -> set[Any]:
     a |= b
     return a
 
@@ -199,7 +200,7 @@ def top_n(n: int, key: Callable[[Any], Any] = _identity) -> AggregateOperation:
         raise JetbenchError(f"top_n needs n >= 1, got {n}")
     counter = iter(range(1 << 62))
 
-    def accumulate(acc: list, item: Any) -> list:
+    def accumulate(acc: list[tuple[Any, int, Any]], item: Any) -> list[tuple[Any, int, Any]]:
         entry = (key(item), -next(counter), item)
         if len(acc) < n:
             heapq.heappush(acc, entry)
@@ -207,7 +208,7 @@ def top_n(n: int, key: Callable[[Any], Any] = _identity) -> AggregateOperation:
             heapq.heapreplace(acc, entry)
         return acc
 
-    def combine(a: list, b: list) -> list:
+    def combine(a: list[tuple[Any, int, Any]], b: list[tuple[Any, int, Any]]) -> list[tuple[Any, int, Any]]:
         for entry in b:
             if len(a) < n:
                 heapq.heappush(a, entry)
@@ -238,15 +239,17 @@ def all_of(*ops: AggregateOperation) -> AggregateOperation:
         raise JetbenchError("all_of() needs at least one AggregateOperation")
     ops = tuple(require_operation(op, f"all_of() argument {i + 1}") for i, op in enumerate(ops))
     combine = deduct = None
-    if all(op.combine is not None for op in ops):
+    combines = [op.combine for op in ops if op.combine is not None]
+    if len(combines) == len(ops):
 
-        def combine(a: tuple, b: tuple) -> tuple:
-            return tuple(op.combine(x, y) for op, x, y in zip(ops, a, b, strict=True))
+        def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+            return tuple(c(x, y) for c, x, y in zip(combines, a, b, strict=True))
 
-    if all(op.deduct is not None for op in ops):
+    deducts = [op.deduct for op in ops if op.deduct is not None]
+    if len(deducts) == len(ops):
 
-        def deduct(a: tuple, b: tuple) -> tuple:
-            return tuple(op.deduct(x, y) for op, x, y in zip(ops, a, b, strict=True))
+        def deduct(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+            return tuple(d(x, y) for d, x, y in zip(deducts, a, b, strict=True))
 
     finishes = [op.finish_fn for op in ops]
     return AggregateOperation(

@@ -7,16 +7,17 @@ vertex.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from .aggregate_operation import AggregateOperation, require_operation
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec, pair_key
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, set_builder_code
 
 _MISSING = object()
 
@@ -34,7 +35,7 @@ class _KeyedEmitterP(EmittingProcessor):
         self._finish = op.finish_fn if finish else None
         self._values_only = values_only
         self._emit_empty = emit_empty
-        self._results = None
+        self._results: Iterator[Any] | None = None
 
     def complete(self) -> bool:
         if self._results is None:
@@ -59,7 +60,7 @@ class AccumulateByKeyP(_KeyedEmitterP):
         super().__init__(op, finish, values_only, emit_empty)
         self.key_fn = key_fn
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         groups = self.groups
         key_fn = self.key_fn
         create = self.op.create
@@ -75,13 +76,15 @@ class CombineByKeyP(_KeyedEmitterP):
     """Stage 2: combine ``(key, accumulator)`` pairs from stage 1 and emit finished results."""
 
     def __init__(self, op: AggregateOperation, values_only: bool = False, emit_empty: bool = False):
-        if op.combine is None:
+        combine = op.combine
+        if combine is None:
             raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
         super().__init__(op, True, values_only, emit_empty)
+        self._combine = combine
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         groups = self.groups
-        combine = self.op.combine
+        combine = self._combine
         get = groups.get
         for key, acc in inbox.take():
             current = get(key, _MISSING)
@@ -121,7 +124,7 @@ def _no_key(item: Any) -> None:
     return None
 
 
-_no_key.__jetbench_code__ = "None"
+set_builder_code(_no_key, "None")
 
 
 def accumulate(op: AggregateOperation) -> AggregateSupplier:

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..core.dag import Routing
+from ..core.inbox import Inbox
 from .aggregate_operation import AggregateOperation
 from .emitter import EmittingProcessor
 from .hash_join import _check_keys
 from .planning import Output, Planner, PlanNode, StageSpec
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, set_builder_code
 
 
 class CoGroupP(EmittingProcessor):
@@ -24,10 +25,10 @@ class CoGroupP(EmittingProcessor):
 
     def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
         self.key_fns = (left_key, right_key)
-        self.groups: dict[Hashable, tuple[list, list]] = {}
-        self._results = None
+        self.groups: dict[Hashable, tuple[list[Any], list[Any]]] = {}
+        self._results: Iterator[tuple[Hashable, list[Any], list[Any]]] | None = None
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         groups, key = self.groups, self.key_fns[ordinal]
         for item in inbox.take():
             k = key(item)
@@ -102,7 +103,7 @@ def tag_key(tagged: tuple[int, Hashable, Any]) -> Hashable:
     return tagged[1]
 
 
-tag_key.__jetbench_code__ = "x[1]"  # type: ignore[attr-defined]  # what the DAG builder shows for it
+set_builder_code(tag_key, "x[1]")
 
 
 def _co_group_create() -> tuple[list[Any], list[Any]]:

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec
 from .supplier import ProcessorSupplier
@@ -39,16 +40,16 @@ class HashJoinP(EmittingProcessor):
         self.right_key = right_key
         self.how = how
         self.timestamped = timestamped
-        self.table: dict[Hashable, list] = {}
+        self.table: dict[Hashable, list[Any]] = {}
         self._ratio = 1.0  # observed results per probe item, to size input batches
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         if ordinal == 1:
             self._build(inbox.take())
         else:
             self._probe(inbox)
 
-    def _build(self, items: list) -> None:
+    def _build(self, items: list[Any]) -> None:
         table, key = self.table, self.right_key
         for right in items:
             k = key(right)
@@ -58,7 +59,7 @@ class HashJoinP(EmittingProcessor):
             else:
                 matches.append(right)
 
-    def _probe(self, inbox) -> None:
+    def _probe(self, inbox: Inbox) -> None:
         emitter = self._emitter
         room = emitter.free_room()
         if room <= 0:
@@ -66,6 +67,7 @@ class HashJoinP(EmittingProcessor):
         batch = inbox.take(max(1, int(room / self._ratio)))
         get, key = self.table.get, self.left_key
         miss = [None] if self.how == "left" else ()
+        out: list[Any]
         if self.timestamped:
             out = [(ts, (left, right)) for ts, left in batch for right in get(key(left)) or miss]
         else:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..core.dag import Routing
+from .supplier import set_builder_code
 
 if TYPE_CHECKING:
     from .transform import Transform
@@ -126,7 +127,7 @@ def pair_key(pair: tuple[Any, Any]) -> Any:
     return pair[0]
 
 
-pair_key.__jetbench_code__ = "x[0]"  # type: ignore[attr-defined]  # what the DAG builder shows for it
+set_builder_code(pair_key, "x[0]")
 
 
 class EventKey:

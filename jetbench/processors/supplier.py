@@ -86,4 +86,12 @@ def supplier(processor: Callable[..., Any], /, *args: Any, label: str | None = N
     return ProcessorSupplier(processor, *args, label=label, merge_results=merge_results, **kwargs)
 
 
-__all__ = ["ProcessorSupplier", "supplier"]
+def set_builder_code(fn: Callable[..., Any], code: str) -> None:
+    """Give ``fn`` the text the DAG builder shows for it, its ``__jetbench_code__`` (``"x[0]"``)."""
+    setattr(fn, _BUILDER_CODE, code)
+
+
+_BUILDER_CODE = "__jetbench_code__"
+
+
+__all__ = ["ProcessorSupplier", "set_builder_code", "supplier"]
