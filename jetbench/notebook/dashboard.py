@@ -21,7 +21,7 @@ import anywidget
 import traitlets
 
 from ._assets import asset_text
-from .model import DashboardModel
+from .dashboard_model import DashboardModel
 from .plots import register_dashboard
 
 #: The fastest refresh the dashboard allows (20 Hz); the default is 5 Hz.

@@ -268,7 +268,7 @@ def test_test_stream_windows_and_the_remaining_sinks(tmp_path):
 
 
 def test_spark_parquet_source_builds_exports_and_runs_without_a_session(tmp_path):
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = tmp_path / "t.parquet"

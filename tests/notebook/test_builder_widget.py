@@ -89,7 +89,7 @@ def test_open_a_dag_built_in_code_and_run_it_with_a_dashboard():
     assert names(b) == ["src", "inc", "out"]
     assert not b.can_undo  # opening is not an edit
     assert b.doc["vertices"][1]["params"] == {"fn": "x + 1"}
-    box = b._container()
+    box = b.view
     assert box.children[0] is b
     front_end(b, cmd="run")
     job = b.job

@@ -14,8 +14,8 @@ import pytest
 
 from jetbench import DAG, Edge, ExecutionService, JobCancelled, JobError, Processor
 from jetbench.notebook import Dashboard
+from jetbench.notebook.dashboard_model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, Timeline
 from jetbench.notebook.headless import recording_comms
-from jetbench.notebook.model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, _Timeline
 from jetbench.processors import collect_sink, items_source, map_processor, noop_sink
 from jetbench.processors.generator_source import GeneratorSource
 
@@ -48,6 +48,10 @@ def wide_dag(vertices: int, parallelism: int) -> DAG:
     return dag
 
 
+def thread_names() -> set[str]:
+    return {t.name for t in threading.enumerate()}
+
+
 def send_from_front_end(dash: Dashboard, data: dict) -> None:
     """What ipywidgets does with a comm message from the browser."""
     dash._handle_msg({"content": {"data": data}, "buffers": []})
@@ -60,7 +64,7 @@ def test_state_while_running_and_frozen_final_state():
     service = ExecutionService(cooperative_threads=2)
     job = service.submit(paced_dag(rate=4000, count=2400), name="paced")
     dash = Dashboard(job, interval_s=0.05)
-    assert dash.is_sampling and dash._thread.name == "jetbench.paced.dashboard"
+    assert dash.is_sampling and "jetbench.paced.dashboard" in thread_names()
     time.sleep(0.3)
     s = dash.state
     assert s["status"] == "running" and s["final"] is False and s["error"] is None
@@ -103,7 +107,8 @@ def test_dashboard_of_a_finished_job_is_final_at_once_without_a_thread():
     job.join()
     dash = job.dashboard()  # through the registered view
     assert isinstance(dash, Dashboard)
-    assert dash._thread is None and dash.ticks == 1
+    assert not dash.is_sampling and dash.ticks == 1
+    assert f"jetbench.{job.name}.dashboard" not in thread_names()
     assert dash.state["final"] is True and dash.state["status"] == "completed"
 
 
@@ -133,8 +138,9 @@ def test_one_message_per_tick_at_the_configured_rate():
     # state updates only, one per tick (the first at creation, the last when the job ended)
     assert comm.updates == {"state": dash.ticks}
     assert comm.count == dash.ticks
-    expected = job.elapsed / 0.1
-    assert expected - 3 <= dash.ticks <= expected + 3, (dash.ticks, job.elapsed)
+    # the first tick at creation and the last when the job ended; in between never more than one
+    # per interval (a loaded machine only makes them fewer, so no lower bound on the count)
+    assert 2 <= dash.ticks <= job.elapsed / 0.1 + 3, (dash.ticks, job.elapsed)
     assert comm.max_bytes < 16_000
 
 
@@ -230,7 +236,7 @@ def test_queue_rows_are_per_edge_and_show_which_edge_fills():
 
 
 def test_cpu_timeline_spans_the_whole_run_with_bounded_points():
-    tl = _Timeline(["process", "w0"], size=10)
+    tl = Timeline(["process", "w0"], size=10)
     for i in range(1000):
         tl.add(i * 0.1, {"process": 50.0, "w0": 25.0})
     state = tl.as_state()
@@ -317,7 +323,7 @@ def test_side_panel_shows_in_a_sidecar_only(monkeypatch):
 def test_engine_and_plots_do_not_import_widget_libraries():
     code = (
         "import sys, jetbench, jetbench.core, jetbench.pipeline, jetbench.processors, jetbench.frames, "
-        "jetbench.notebook, jetbench.notebook.plots, jetbench.notebook.model\n"
+        "jetbench.notebook, jetbench.notebook.plots, jetbench.notebook.dashboard_model\n"
         "bad = sorted(m for m in ('ipywidgets', 'anywidget') if m in sys.modules)\n"
         "assert not bad, bad"
     )

@@ -325,8 +325,10 @@ class DagBuilder(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------------ display
 
-    def _container(self) -> Any:
-        """The builder with a box below it where Run puts the job's dashboard."""
+    @property
+    def view(self) -> Any:
+        """What a cell shows: the builder with a box below it where Run puts the job's dashboard
+        (an ``ipywidgets.VBox``, made on first use)."""
         if self._box is None:
             import ipywidgets
 
@@ -336,7 +338,7 @@ class DagBuilder(anywidget.AnyWidget):
         return self._box
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self._container()._repr_mimebundle_(**kwargs)
+        return self.view._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
         return f"DagBuilder(vertices={[v['name'] for v in self.model.vertices]}, edges={len(self.model.edges)})"

@@ -71,7 +71,7 @@ def _r(x: float, nd: int = 1) -> float:
     return round(float(x), nd)
 
 
-class _Timeline:
+class Timeline:
     """A bounded time series of several named values, compacted by merging neighbours.
 
     At most ``2 * size`` points are kept: when full, pairs are averaged and later ticks are
@@ -135,7 +135,7 @@ class DashboardModel:
         self._prev_tasklets: dict[tuple[str, int], tuple[int, int, float]] = {}
         self._prev_workers: dict[str, tuple[float, int, int]] = {}
         self._queue_hist: dict[str, deque[float]] = {}
-        self._cpu: _Timeline | None = None
+        self._cpu: Timeline | None = None
         self.history: list[dict[str, Any]] = []
         self.max_history = max_history
         self.last_metrics: JobMetrics | None = None
@@ -234,7 +234,7 @@ class DashboardModel:
             shown = names[:MAX_WORKER_SERIES]
             if len(names) > MAX_WORKER_SERIES:
                 shown.append("other")
-            self._cpu = _Timeline(["process", *shown])
+            self._cpu = Timeline(["process", *shown])
         cpu_point = {"process": process_cpu}
         for i, w in enumerate(workers):
             key = w["name"] if i < MAX_WORKER_SERIES else "other"
