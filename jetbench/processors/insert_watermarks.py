@@ -13,9 +13,10 @@ window processors downstream drop them.
 
 >>> from jetbench.core.inbox import Inbox
 >>> from jetbench.core.outbox import Outbox
+>>> from jetbench.core.processor import ProcessorContext
 >>> p = InsertWatermarksP(ts_fn=lambda x: x * 100, allowed_lag=0, throttle_frame=1000)
 >>> box = Outbox(ordinal_count=1)
->>> p.init(box, None)
+>>> p.init(box, ProcessorContext("wm", 0, 0, 1, 1))
 >>> p.process(0, Inbox([3, 15, 12, 9]))
 >>> box._take_bucket(0)
 [(300, 3)]
@@ -45,8 +46,10 @@ from typing import Any, ClassVar
 
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from ..core.items import IDLE_MESSAGE, Watermark
-from ..core.processor import Processor
+from ..core.outbox import Outbox
+from ..core.processor import Processor, ProcessorContext
 from .emitter import Emitter
 from .planning import Output, Planner, PlanNode, StageSpec
 from .supplier import ProcessorSupplier
@@ -80,11 +83,11 @@ class InsertWatermarksP(Processor):
         #: the smallest timestamp that raises the watermark: last + frame + lag
         self._threshold: float = -math.inf
         #: item lists and watermarks decided but not yet accepted by the outbox, in order
-        self._queue: deque = deque()
+        self._queue: deque[list[Any] | Watermark] = deque()
         self._last_item_at = 0.0
         self._idle = False  # the idle marker went out; cleared by the next item
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._emitter = Emitter(outbox)
         self._last_item_at = time.monotonic()
@@ -97,7 +100,7 @@ class InsertWatermarksP(Processor):
         queue = self._queue
         while queue:
             head = queue[0]
-            if type(head) is Watermark:
+            if isinstance(head, Watermark):
                 if not self.outbox.offer(head):
                     return False
                 queue.popleft()
@@ -111,7 +114,7 @@ class InsertWatermarksP(Processor):
                     return False
         return True
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         emitter = self._emitter
         if (emitter.pending or self._queue) and not self._flush():
             return
@@ -137,7 +140,7 @@ class InsertWatermarksP(Processor):
         self._split(out, list(accumulate(map(_first, out), max)))
         self._flush()
 
-    def _split(self, out: list, running_max: list) -> None:
+    def _split(self, out: list[Any], running_max: list[Any]) -> None:
         """Queue ``out`` with a watermark after each item that raises it."""
         queue = self._queue
         lag, frame = self.allowed_lag, self.throttle_frame
@@ -211,7 +214,13 @@ def _check_args(ts_fn: Any, allowed_lag: Any, throttle_frame: Any) -> None:
 class InsertWatermarks(ProcessorSupplier):
     """Supplier of `InsertWatermarksP`; its params are those of `InsertWatermarksP`."""
 
-    def __init__(self, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms):
+    def __init__(
+        self,
+        ts_fn: Callable[[Any], int | float] | None,
+        allowed_lag: int | float,
+        throttle_frame: int,
+        idle_timeout_ms: int | float | None,
+    ):
         _check_args(ts_fn, allowed_lag, throttle_frame)
         super().__init__(InsertWatermarksP, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms,
                          label="insert_watermarks")

@@ -13,11 +13,12 @@ is dropped when ``ts + gap <= `` the last watermark.
 >>> from jetbench.core.inbox import Inbox
 >>> from jetbench.core.items import Watermark
 >>> from jetbench.core.outbox import Outbox
+>>> from jetbench.core.processor import ProcessorContext
 >>> from jetbench.processors.aggregate_operation import counting
 >>> from jetbench.processors.window_definition import tumbling
 >>> p = SlidingWindowP(key_fn=None, op=counting(), window_def=tumbling(10))
 >>> box = Outbox(ordinal_count=1)
->>> p.init(box, None)
+>>> p.init(box, ProcessorContext("window", 0, 0, 1, 1))
 >>> p.process(0, Inbox([(1, "a"), (12, "b"), (5, "c")]))
 >>> p.try_process_watermark(Watermark(10)), box._take_bucket(0)
 (False, [(10, WindowResult(start=0, end=10, key=None, value=2))])
@@ -37,8 +38,10 @@ from typing import Any, ClassVar
 
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from ..core.items import Watermark
-from ..core.processor import Processor
+from ..core.outbox import Outbox
+from ..core.processor import Processor, ProcessorContext
 from .aggregate_operation import AggregateOperation, require_operation
 from .emitter import Emitter
 from .planning import EventKey, Output, Planner, PlanNode, StageSpec
@@ -92,24 +95,28 @@ class SlidingWindowP(Processor):
         self._mid: float = -_INF
         #: running mode: key -> [acc, number of the window's frames holding the key]; it covers
         #: frames [next_end - size, next_end - slide), the next window minus its leading frame.
-        self._running: dict[Hashable, list] = {}
+        self._running: dict[Hashable, list[Any]] = {}
         # An identity finish would hand the running accumulator out while we keep mutating it.
         self._running_value = self._copy_of if op.finish is None else op.finish
         # whole-batch folding: global (no key) windows without a running accumulator
         self._fold_batches = key_fn is None and op.accumulate_all is not None and not self._running_mode
         self.late_events_dropped = 0
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._emitter = Emitter(outbox)
 
     def _copy_of(self, acc: Any) -> Any:
         """A mutable accumulator copied through ``combine(create(), acc)``; others as they are."""
-        return acc if type(acc) in _IMMUTABLE else self.op.combine(self.op.create(), acc)
+        if type(acc) in _IMMUTABLE:
+            return acc
+        combine = self.op.combine
+        assert combine is not None  # only running mode copies: sliding windows have combine (_check_sliding)
+        return combine(self.op.create(), acc)
 
     # -- input ----------------------------------------------------------------------------------
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         batch = inbox.take()
         if self._fold_batches and self._fold_whole(batch):
             return
@@ -136,7 +143,7 @@ class SlidingWindowP(Processor):
         if late:
             self.late_events_dropped += late
 
-    def _fold_whole(self, batch: list) -> bool:
+    def _fold_whole(self, batch: list[Any]) -> bool:
         """Fast path: a batch whose events all fall in one frame not yet emitted is folded in one
         ``accumulate_all`` call (the common case for ordered streams); False to go item by item."""
         slide = self.slide
@@ -150,7 +157,9 @@ class SlidingWindowP(Processor):
         if frame is None:
             frame = self.frames[fs] = {}
         acc = frame.get(None, _MISSING)
-        frame[None] = self.op.accumulate_all(self.op.create() if acc is _MISSING else acc, list(map(_second, batch)))
+        accumulate_all = self.op.accumulate_all
+        assert accumulate_all is not None  # _fold_batches requires it
+        frame[None] = accumulate_all(self.op.create() if acc is _MISSING else acc, list(map(_second, batch)))
         return True
 
     def _add_to_running(self, key: Hashable, item: Any, new_in_frame: bool) -> None:
@@ -188,7 +197,7 @@ class SlidingWindowP(Processor):
         budget = emitter.room()
         frames = self.frames
         slide = self.slide
-        out: list = []
+        out: list[Any] = []
         end = self._next_end
         finished = False
         while True:
@@ -199,6 +208,7 @@ class SlidingWindowP(Processor):
                 # skip empty windows: the next one with data ends right after the lowest frame
                 first = int(min(frames)) + slide
                 end = first if end is None or first > end else end
+            assert end is not None  # _window_has_data(None) is False
             if end > wm:
                 finished = True
                 break
@@ -222,7 +232,7 @@ class SlidingWindowP(Processor):
             return (end - self.slide) in frames
         return any(fs in frames for fs in range(end - self.size, end, self.slide))
 
-    def _window(self, end: int, out: list) -> None:
+    def _window(self, end: int, out: list[Any]) -> None:
         """Append the results of window [end - size, end) to ``out`` and advance the state."""
         frames = self.frames
         start = end - self.size
@@ -237,6 +247,7 @@ class SlidingWindowP(Processor):
         if self._running_mode:
             running = self._running
             create, combine, deduct = op.create, op.combine, op.deduct
+            assert combine is not None and deduct is not None  # running mode needs both (_check_sliding, __init__)
             leading = frames.get(end - slide)
             if leading:
                 for k, a in leading.items():
@@ -260,6 +271,7 @@ class SlidingWindowP(Processor):
             return
         # recombine all frames of the window
         create, combine = op.create, op.combine
+        assert combine is not None  # sliding windows have combine (_check_sliding)
         window: dict[Hashable, Any] = {}
         get = window.get
         for fs in range(start, end, slide):
@@ -302,18 +314,18 @@ class SessionWindowP(Processor):
         self.op = op
         self.gap = gap
         #: key -> sessions ``[start, end, acc]`` sorted by start, disjoint and not touching.
-        self.sessions: dict[Hashable, list[list]] = {}
+        self.sessions: dict[Hashable, list[list[Any]]] = {}
         # (end, seq, key): at least one entry per key, with end <= its earliest session's end
-        self._deadlines: list[tuple] = []
+        self._deadlines: list[tuple[Any, int, Hashable]] = []
         self._seq = 0
         self._last_wm: float = -_INF
         self.late_events_dropped = 0
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._emitter = Emitter(outbox)
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         sessions = self.sessions
         gap = self.gap
         last_wm = self._last_wm
@@ -352,7 +364,7 @@ class SessionWindowP(Processor):
         self._seq += 1
         heapq.heappush(self._deadlines, (end, self._seq, key))
 
-    def _insert(self, key: Hashable, ss: list[list], ts: Any, end: Any, item: Any) -> None:
+    def _insert(self, key: Hashable, ss: list[list[Any]], ts: Any, end: Any, item: Any) -> None:
         """Out-of-order event: merge with every session it overlaps or touches."""
         op = self.op
         hi = bisect_right(ss, end, key=_start)  # ss[:hi] start at or before the new end
@@ -366,8 +378,10 @@ class SessionWindowP(Processor):
             return
         merged = ss[lo]
         acc = merged[2]
+        combine = op.combine
+        assert combine is not None  # sessions merge: _check_session requires combine
         for other in ss[lo + 1 : hi]:
-            acc = op.combine(acc, other[2])
+            acc = combine(acc, other[2])
         merged[0] = min(merged[0], ts)
         merged[1] = max(ss[hi - 1][1], end)
         merged[2] = op.accumulate(acc, item)
@@ -392,8 +406,8 @@ class SessionWindowP(Processor):
         deadlines = self._deadlines
         sessions = self.sessions
         finish = self.op.finish_fn
-        closed: list = []
-        seen: set = set()
+        closed: list[tuple[Any, Hashable, list[Any]]] = []
+        seen: set[Hashable] = set()
         while deadlines and deadlines[0][0] <= wm:
             key = heapq.heappop(deadlines)[2]
             if key in seen:
@@ -418,7 +432,7 @@ class SessionWindowP(Processor):
             self._emitter.emit([(e, WindowResult(s[0], e, k, finish(s[2]))) for e, k, s in closed])
 
 
-def _start(session: list) -> Any:
+def _start(session: list[Any]) -> Any:
     return session[0]
 
 
