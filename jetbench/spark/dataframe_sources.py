@@ -132,7 +132,9 @@ class DataFrameSource:
     @property
     def num_partitions(self) -> int:
         self.ipc_rdd()
-        return self._partitions
+        partitions = self._partitions
+        assert partitions is not None  # set with the RDD
+        return partitions
 
     def fetch(self, partitions: list[int]) -> list[bytes]:
         """The IPC blobs of some Spark partitions, in order (one Spark job, computing them in parallel)."""
@@ -373,11 +375,11 @@ def parquet(path: str | os.PathLike, columns: Sequence[Any] | None = None, as_: 
     """
     path = os.fspath(path)
     name = name or f"spark.parquet({os.path.basename(path.rstrip('/')) or path})"
-    options = {"timestamp": timestamp, "allowed_lag": allowed_lag, "name": name, "local_parallelism": local_parallelism}
     if engine == "spark":
         from ._session import session
 
-        return dataframe(session().read.parquet(path), columns, as_, replay, **options)
+        return dataframe(session().read.parquet(path), columns, as_, replay, timestamp=timestamp,
+                         allowed_lag=allowed_lag, name=name, local_parallelism=local_parallelism)
     if engine != "arrow":
         raise JetbenchError(f"parquet source: engine must be 'arrow' or 'spark', got {engine!r}")
     supplier = ParquetSource(path, columns, as_, timestamp)

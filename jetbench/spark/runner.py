@@ -63,7 +63,15 @@ from ..core.plan import merge_parts
 from ..runners import RunnerOptionError
 from .dataframe_sinks import rdd_to_dataframe
 from .stage_cut import SparkPlan, assign_partitions, cut, job_to_dag
-from .stage_task import RESULT, ReadArrow, Select, StageFunction, Tagger, no_records, target_partition
+from .stage_task import (
+    RESULT,
+    ReadArrow,
+    Select,
+    StageFunction,
+    Tagger,
+    no_records,
+    target_partition,
+)
 
 __all__ = ["DEFAULT_EXECUTION", "SparkConfig", "SparkRunner"]
 

@@ -83,7 +83,7 @@ def job_to_dag(job: Any, fuse: bool | None = None) -> DAG:
 
     if isinstance(job, Pipeline):
         for node in job.nodes:
-            if node.kind == "source" and node.params["source"].streaming:
+            if node.kind == "source" and node.streaming:
                 raise RunnerError(
                     f"vertex {node.name!r}: SparkRunner runs batch jobs; this source is unbounded "
                     "(e.g. sources.generator without count). Give it a count, or run the job locally"
@@ -137,14 +137,14 @@ class SparkPlan:
             for e in st.inputs:
                 lines.append(f"  <- {e.source.name} ({e.routing.value})")
             for e in st.outputs:
-                lines.append(f"  -> {e.destination.name} ({e.routing.value})")
+                lines.append(f"  -> {e.target.name} ({e.routing.value})")
         for name in self.spark_sinks:
             lines.append(f"spark sink: {name}")
         return "\n".join(lines)
 
     def tagger(self, e: Edge) -> Tagger | None:
         """How the producer marks items of cut edge ``e``: None for a consumer fed without a shuffle."""
-        consumer = self.stage_of.get(e.destination.name)
+        consumer = self.stage_of.get(e.target.name)
         if consumer is None or consumer.mode in ("items", "arrow"):
             return None
         return Tagger(consumer.inputs.index(e), e.routing, e.key_fn, consumer.partitions)
@@ -153,13 +153,13 @@ class SparkPlan:
         """What the tasks of stage ``st`` need, with ``execution`` for their `ExecutionService`."""
         members = {v.name for v in st.vertices}
         edges = [
-            (e.source.name, e.source_ordinal, e.destination.name, e.destination_ordinal, e.routing.value,
+            (e.source.name, e.source_ordinal, e.target.name, e.destination_ordinal, e.routing.value,
              e.key_fn, e.edge_priority, e.edge_queue_size)
             for e in self.dag.edges
             if id(e) not in self.cut and e.source.name in members
         ]
         inputs = [
-            InputSpec(i, e.destination.name, e.destination_ordinal, e.routing.value, e.key_fn, e.edge_priority,
+            InputSpec(i, e.target.name, e.destination_ordinal, e.routing.value, e.key_fn, e.edge_priority,
                       e.edge_queue_size)
             for i, e in enumerate(st.inputs)
         ]
@@ -226,18 +226,18 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
         _pickle_check(v.supplier, f"vertex {v.name!r}: its processor supplier")
     for e in dag.edges:
         if e.key_fn is not None:
-            _pickle_check(e.key_fn, f"edge {e.source.name!r} -> {e.destination.name!r}: its key function")
+            _pickle_check(e.key_fn, f"edge {e.source.name!r} -> {e.target.name!r}: its key function")
 
     def local(e: Edge) -> bool:
         """A partitioned/all-to-one edge into a stage-1 accumulator: kept inside the stage."""
-        dst = e.destination
+        dst = e.target
         if not is_stage1_accumulator(dst.supplier):
             return False
         outs = dag.outbound_edges(dst)
         return bool(outs) and all(o.routing in (Routing.PARTITIONED, Routing.ALL_TO_ONE) for o in outs)
 
     def is_cut(e: Edge) -> bool:
-        if e.source.name in df_sources or e.destination.name in spark_sinks:
+        if e.source.name in df_sources or e.target.name in spark_sinks:
             return True
         return e.routing in CUT_ROUTINGS and not local(e)
 
@@ -248,7 +248,7 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
             continue
         ins = dag.inbound_edges(v)
         level[v.name] = max((level[e.source.name] + (1 if is_cut(e) else 0) for e in ins), default=0)
-    cut_edges = {id(e) for e in dag.edges if is_cut(e) or level[e.source.name] != level[e.destination.name]}
+    cut_edges = {id(e) for e in dag.edges if is_cut(e) or level[e.source.name] != level[e.target.name]}
 
     # stages: components of regular vertices joined by uncut edges
     parent = {v.name: v.name for v in order if v.name not in df_sources and v.name not in spark_sinks}
@@ -261,7 +261,7 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
 
     for e in dag.edges:
         if id(e) not in cut_edges:
-            a, b = find(e.source.name), find(e.destination.name)
+            a, b = find(e.source.name), find(e.target.name)
             if a != b:
                 parent[max(a, b, key=position.__getitem__)] = min(a, b, key=position.__getitem__)
     groups: dict[str, list[Vertex]] = {}
@@ -273,8 +273,8 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
     stage_of = {v.name: st for st in stages for v in st.vertices}
     for e in dag.edges:
         if id(e) in cut_edges:
-            if e.destination.name in stage_of:
-                stage_of[e.destination.name].inputs.append(e)
+            if e.target.name in stage_of:
+                stage_of[e.target.name].inputs.append(e)
             if e.source.name in stage_of:
                 stage_of[e.source.name].outputs.append(e)
 

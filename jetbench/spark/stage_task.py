@@ -14,6 +14,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 from zlib import crc32
@@ -290,10 +291,10 @@ def run_stage(plan: StagePlan, partition: int, records: Iterator[Any]) -> Iterat
         for _, (input_id, item) in records:
             lists[input_id].append(item)
         for spec in plan.inputs:
-            feeders.append((spec, lambda items=lists[spec.input_id]: ListFeederP(items)))
+            feeders.append((spec, partial(ListFeederP, lists[spec.input_id])))
     else:
         (spec,) = plan.inputs
-        feeders.append((spec, lambda: StreamFeederP(records, plan.mode, plan.reader)))
+        feeders.append((spec, partial(StreamFeederP, records, plan.mode, plan.reader)))
     for spec, factory in feeders:
         feeder = dag.new_vertex(_unique(names, f"spark-input-{spec.input_id}"), _Fixed(factory), 1)
         edge = Edge.from_(feeder, 0).to(vertices[spec.vertex], spec.ordinal)
@@ -304,7 +305,7 @@ def run_stage(plan: StagePlan, partition: int, records: Iterator[Any]) -> Iterat
         store: list[Any] = []
         stores.append((out.channel, store))
         capture = dag.new_vertex(_unique(names, f"spark-output-{out.channel}"),
-                                 _Fixed(lambda store=store, tagger=out.tagger: CaptureP(store, tagger)), 1)
+                                 _Fixed(partial(CaptureP, store, out.tagger)), 1)
         dag.edge(Edge.from_(vertices[out.vertex], out.ordinal).to(capture).queue_size(out.queue_size))
 
     job = ExecutionService(**plan.execution).submit(dag, name=f"spark-stage-{plan.index}-part-{partition}")

@@ -11,6 +11,7 @@ import collections
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,7 +33,13 @@ from jetbench.processors import (
     map_processor,
 )
 from jetbench.spark import dataframe_sinks, dataframe_sources
-from jetbench.spark.stage_cut import SparkPlan, assign_partitions, cut, is_stage1_accumulator, job_to_dag
+from jetbench.spark.stage_cut import (
+    SparkPlan,
+    assign_partitions,
+    cut,
+    is_stage1_accumulator,
+    job_to_dag,
+)
 from jetbench.spark.stage_task import RESULT, Tagger
 
 from .conftest import ship_by_value
@@ -240,7 +247,7 @@ def test_unpicklable_suppliers_and_key_functions_are_refused():
     p.read_from(sources.items((x for x in range(3)), name="gen-items")).write_to(sinks.collect())
     with pytest.raises(RunnerError, match="'gen-items'.*shipped to Spark workers"):
         cut(job_to_dag(p), threads=1)
-    lock_holder = [__import__("threading").Lock()]
+    lock_holder = [threading.Lock()]
     dag = DAG()
     src = dag.new_vertex("src", items_source(range(3)))
     dag.edge(Edge.between(src, dag.new_vertex("out", collect_sink())).partitioned(lambda x: (lock_holder, x)[1]))
