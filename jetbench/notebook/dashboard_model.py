@@ -156,7 +156,7 @@ class DashboardModel:
         self._prev_cpu, self._prev_wall = cpu, wall
 
         # -- tasklets: per-interval deltas (or whole-run averages once final) ----------------
-        tasklet_rows = []
+        tasklet_rows: list[dict[str, Any]] = []
         for t in m.tasklets:
             key = (t.vertex, t.index)
             prev_in, prev_out, prev_busy = self._prev_tasklets.get(key, (0, 0, 0.0))
@@ -186,7 +186,7 @@ class DashboardModel:
             )
 
         # -- workers ---------------------------------------------------------------------------
-        workers = []
+        workers: list[dict[str, Any]] = []
         interval_cpu: dict[str, float] = {}
         for w in m.workers:
             name = worker_label(w.index if w.kind == "cooperative" else -1 - w.index)
@@ -236,9 +236,9 @@ class DashboardModel:
                 shown.append("other")
             self._cpu = Timeline(["process", *shown])
         cpu_point = {"process": process_cpu}
-        for i, w in enumerate(workers):
-            key = w["name"] if i < MAX_WORKER_SERIES else "other"
-            cpu_point[key] = cpu_point.get(key, 0.0) + interval_cpu[w["name"]]
+        for i, row in enumerate(workers):
+            series = row["name"] if i < MAX_WORKER_SERIES else "other"
+            cpu_point[series] = cpu_point.get(series, 0.0) + interval_cpu[row["name"]]
         # a tick right after the previous one (the first, or a final one) is too short to measure
         if dwall >= 0.02 and dt >= 0.02:
             self._cpu.add(m.elapsed_s, cpu_point)

@@ -68,7 +68,7 @@ def test_plot_from_a_dashboard_history_includes_process_cpu():
         labels = {line.get_label() for line in fig.axes[0].get_lines()}
         assert labels == {"process", "w0"}
         assert {line.get_label() for line in fig.axes[2].get_lines()} == {"source → work #0", "work → sink #0"}
-        assert "dashboard history" in fig._suptitle.get_text()
+        assert "dashboard history" in fig.get_suptitle()
 
 
 def test_plot_of_an_unrecorded_job_is_one_snapshot():

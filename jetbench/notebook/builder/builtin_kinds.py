@@ -83,7 +83,7 @@ TIMESTAMP = Param("timestamp", "str", "", optional=True,
 
 
 def _value(p: dict[str, Any], f: dict[str, Any]) -> Any:
-    return f.get("value") if OPS.get(p.get("op")) else None
+    return f.get("value") if p.get("op") in VALUE_OPS else None
 
 
 def _aggregate_kind(name: str, label: str, keyed: bool, description: str, **extra: Any) -> Kind:

@@ -58,7 +58,7 @@ def fingerprint(source: Any) -> Any:
     edges, stages; suppliers and functions by identity); None for anything else."""
     if isinstance(source, DAG):
         return (tuple((v.name, id(v.supplier), v.local_parallelism) for v in source.vertices),
-                tuple((e.source.name, e.source_ordinal, e.destination.name, e.destination_ordinal, e.routing,
+                tuple((e.source.name, e.source_ordinal, e.target.name, e.destination_ordinal, e.routing,
                        id(e.key_fn), e.edge_queue_size, e.edge_priority) for e in source.edges))
     nodes = getattr(source, "nodes", None)
     if isinstance(nodes, list):
@@ -93,7 +93,7 @@ def read_dag(dag: Any, ns: dict[str, Any], palette: Palette) -> Imported:
         if kind == "custom":
             imported.suppliers[vertex.name] = vertex.supplier
     for edge in dag.edges:
-        key = (edge.source.name, edge.source_ordinal, edge.destination.name, edge.destination_ordinal)
+        key = (edge.source.name, edge.source_ordinal, edge.target.name, edge.destination_ordinal)
         text = ""
         if edge.routing is Routing.PARTITIONED:
             try:

@@ -154,7 +154,8 @@ def _lambda_of(code: types.CodeType) -> ast.Lambda | str:
 def _lambda_by_positions(code: types.CodeType) -> ast.Lambda | None:
     """The lambda rebuilt from the source span its instructions cover (``co_positions``): one
     slice and one parse, checked against the bytecode; None when that does not work out."""
-    spans = [p for p in code.co_positions() if None not in p and (p[0], p[2]) != (p[1], p[3])]
+    spans = [(a, b, c, d) for a, b, c, d in code.co_positions()
+             if a is not None and b is not None and c is not None and d is not None and (a, c) != (b, d)]
     if not spans:
         return None
     start = min((p[0], p[2]) for p in spans)
@@ -335,7 +336,7 @@ def _def_body(fn: types.FunctionType, args: tuple[str, ...], ns: dict[str, Any])
 
 def _free_names(node: ast.AST, params: list[str] | tuple[str, ...]) -> set[str]:
     """Names read in ``node`` that it does not bind itself (arguments, assignments, imports, ...)."""
-    bound, loads = set(params), set()
+    bound, loads = set(params), set[str]()
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
             (loads if isinstance(n.ctx, ast.Load) else bound).add(n.id)
@@ -343,9 +344,9 @@ def _free_names(node: ast.AST, params: list[str] | tuple[str, ...]) -> set[str]:
             bound.add(n.arg)
         elif isinstance(n, ast.Import | ast.ImportFrom):
             bound.update((a.asname or a.name).split(".")[0] for a in n.names)
-        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) \
-                or isinstance(n, ast.ExceptHandler) and n.name:
-            bound.add(n.name)
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.ExceptHandler):
+            if n.name:  # an ``except E:`` binds no name
+                bound.add(n.name)
         elif isinstance(n, ast.Global | ast.Nonlocal):
             loads.update(n.names)
     return loads - bound

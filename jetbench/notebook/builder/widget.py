@@ -73,7 +73,7 @@ class DagBuilder(anywidget.AnyWidget):
     _esm = asset_text("builder.js")
     _css = asset_text("builder.css")
 
-    palette_kinds = traitlets.List().tag(sync=True)
+    palette_kinds: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     doc = traitlets.Dict().tag(sync=True)
     problems = traitlets.Dict().tag(sync=True)
     can_undo = traitlets.Bool(False).tag(sync=True)
