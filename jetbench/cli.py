@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .bench.common import ReportFormat
 
 
 def _demo_job(args: argparse.Namespace) -> tuple[Any, str]:
@@ -61,6 +64,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    report: ReportFormat
     if args.name == "wordcount":
         from .bench import wordcount
 

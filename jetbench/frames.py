@@ -27,13 +27,15 @@ def metrics_frame(source: MetricsSampler | JobMetrics | list[dict[str, Any]], ki
     """
     import pandas as pd
 
+    from .core import JobMetrics
+
     if kind not in ("tasklet", "worker", "queue"):
         raise ValueError(f"kind must be 'tasklet', 'worker' or 'queue', got {kind!r}")
-    if hasattr(source, "tasklets") and hasattr(source, "workers"):
+    if isinstance(source, JobMetrics):
         stats = source.by_edge() if kind == "queue" else getattr(source, kind + "s")
         rows = [asdict(x) for x in stats]
         return pd.DataFrame(rows)
-    records = source.records if hasattr(source, "records") else source
+    records = source if isinstance(source, list) else source.records
     rows = [{k: v for k, v in r.items() if k != "kind"} for r in records if r.get("kind") == kind]
     return pd.DataFrame(rows)
 

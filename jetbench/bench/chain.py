@@ -78,8 +78,8 @@ def plain_loop(n: int) -> dict[int, int]:
 
 def queue_threads(n: int, capacity: int = 1024) -> dict[int, int]:
     """One OS thread per vertex, items handed over one at a time through ``queue.Queue``."""
-    end = object()
-    queues = [queue.Queue(capacity) for _ in range(MAPS + 1)]
+    end = None  # after the last item
+    queues: list[queue.Queue[int | None]] = [queue.Queue(capacity) for _ in range(MAPS + 1)]
     counts: dict[int, int] = {}
 
     def source() -> None:

@@ -7,8 +7,8 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import Field, asdict, dataclass, field
+from typing import Any, ClassVar, Self
 
 
 @dataclass
@@ -57,7 +57,12 @@ def interleaved(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, Tim
 class ReportFormat:
     """For report dataclasses with an ``extra`` dict: flat JSON, and the extra lines of text."""
 
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # every report is a dataclass
+    results_equal: bool
     extra: dict[str, Any]
+
+    def to_text(self) -> str:
+        raise NotImplementedError
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -83,7 +88,7 @@ class BenchReport(ReportFormat):
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, benchmark: str, items: int, engine: Timing, baseline: Timing, equal: bool, **extra: Any) -> BenchReport:
+    def of(cls, benchmark: str, items: int, engine: Timing, baseline: Timing, equal: bool, **extra: Any) -> Self:
         jet = items / engine.wall_s
         base = items / baseline.wall_s
         return cls(benchmark, items, jet, base, jet / base, equal, extra=extra)

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import operator
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..wordcount import non_empty, tokenize, wordcount_pipeline
@@ -80,6 +82,10 @@ class SparkWordcountReport(ReportFormat):
         return "\n".join(lines + self.extra_lines())
 
 
+def _counts(runner: Any, job: Any) -> dict[str, int]:
+    return dict(runner.run(job))
+
+
 def _load_average() -> float | None:
     """The 1-minute load average: other work on the machine skews the scaling figure."""
     try:
@@ -115,12 +121,12 @@ def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = 
             job = sparkrunner_pipeline(path)
             via_dataframe = sparkrunner_pipeline(path, engine="spark")
             partitions[master] = spark.read.parquet(path).rdd.getNumPartitions()
-            fns = {
-                "sparkrunner": lambda runner=runner, job=job: dict(runner.run(job)),
-                "pyspark": lambda spark=spark: pyspark_wordcount(spark, path),
+            fns: dict[str, Callable[[], dict[str, int]]] = {
+                "sparkrunner": partial(_counts, runner, job),
+                "pyspark": partial(pyspark_wordcount, spark, path),
             }
             if master == masters[-1]:
-                fns["sparkrunner_dataframe_source"] = lambda runner=runner, job=via_dataframe: dict(runner.run(job))
+                fns["sparkrunner_dataframe_source"] = partial(_counts, runner, via_dataframe)
             for fn in fns.values():  # warm-up: start the Python workers, compile the query shapes
                 fn()
             timings = interleaved(fns, repeat)

@@ -77,9 +77,12 @@ def targets(frame: pd.DataFrame) -> pd.DataFrame:
             return None
         return getattr(costs, method)(rate, limit)
 
+    def known(rate: float, floor: float, strategy: str, column: str) -> float:
+        """A column of a point the sweep has."""
+        return jobs.loc[(rate, floor, strategy), column]
+
     def value(rate: float, floor: float, strategy: str, column: str) -> float | None:
-        key = (rate, floor, strategy)
-        return jobs.loc[key, column] if key in jobs.index else None
+        return known(rate, floor, strategy, column) if (rate, floor, strategy) in jobs.index else None
 
     rates = sorted({r for r, _, _ in jobs.index})
     timer_floors = sorted({f for _, f, s in jobs.index if s == "timer"})
@@ -97,9 +100,9 @@ def targets(frame: pd.DataFrame) -> pd.DataFrame:
         strategies = [s for r, s in at_1000 if r == rate]
         if not strategies:
             continue
-        measured = min(value(rate, 1000, s, "cpu_percent") for s in strategies)
+        measured = min(known(rate, 1000, s, "cpu_percent") for s in strategies)
         hot = None if costs is None else min(
-            costs.cpu_percent_at(rate, value(rate, 1000, s, "wakeups_per_s"), value(rate, 1000, s, "iterations_per_s"))
+            costs.cpu_percent_at(rate, known(rate, 1000, s, "wakeups_per_s"), known(rate, 1000, s, "iterations_per_s"))
             for s in strategies)
         check("1000us floor CPU % vs Jet's blog", rate, measured, limit, hot)
     return pd.DataFrame(rows, columns=["target", "rate", "measured", "limit", "met", "bound"])

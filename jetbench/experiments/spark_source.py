@@ -19,8 +19,8 @@ def prepare_spark_dataset(items: float) -> None:
 
 def spark_replay_source(rate: float, seconds: float) -> Any:
     """A timestamped source replaying Spark-made events at ``rate`` items per second."""
-    from ..spark import datasets, session
     from ..spark import dataframe_sources as spark_sources
+    from ..spark import datasets, session
 
     frame = datasets.events(_events_size(rate * seconds), keys=100, seed=4)
     if isinstance(frame, str):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..core.errors import JetbenchError
 from ..core.idle import IDLE_STRATEGIES
@@ -21,7 +21,15 @@ if TYPE_CHECKING:
 DEFAULT_RATES = (1_000, 10_000, 50_000, 250_000, 500_000, 1_000_000)
 DEFAULT_FLOORS = (25, 1000)
 DEFAULT_STRATEGIES = ("backoff", "timer")
-QUICK = {"rates": (1_000, 250_000), "min_idle_us": (25, 1000), "seconds": 1.0, "warmup": 0.5}
+class SweepSettings(TypedDict):
+    rates: tuple[float, ...]
+    min_idle_us: tuple[float, ...]
+    seconds: float
+    warmup: float
+
+
+#: The quick sweep (``jetbench idle-experiment --quick``, CI).
+QUICK: SweepSettings = {"rates": (1_000, 250_000), "min_idle_us": (25, 1000), "seconds": 1.0, "warmup": 0.5}
 
 
 def default_out_dir() -> Path:
