@@ -101,7 +101,7 @@ class DagBuilder(anywidget.AnyWidget):
         self.palette_kinds = palette.to_json()
         if dag is not None:
             self.model.load_dag(dag)
-            self.model._undo.clear()  # opening is not an edit
+            self.model.forget_history()  # opening is not an edit
         self.model.on_change = self._sync
         self._sync()
         self.on_msg(self._on_msg)
