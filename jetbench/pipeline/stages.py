@@ -67,10 +67,10 @@ class RebalanceSpec(StageSpec):
 
 
 class Pipeline:
-    """A job written as a chain of stages, as in seed 002 (``p.read_from(...).map(...)...``)."""
+    """A job written as a chain of stages, as in Jet's DAG documentation (``p.read_from(...).map(...)...``)."""
 
     def __init__(self, fuse: bool = True) -> None:
-        """``fuse=False`` keeps every map/filter/flat_map in its own vertex (seed 004's job)."""
+        """``fuse=False`` keeps every map/filter/flat_map in its own vertex (`jetbench.experiments.idle_job`)."""
         self.fuse = fuse
         self.nodes: list[Node] = []
         self._names: set[str] = set()
