@@ -32,14 +32,13 @@ from .core import (
     Processor,
     ProcessorContext,
     Routing,
-    RunnerError,
     Vertex,
     Watermark,
 )
 from .core.job import register_view
 from .pipeline import Pipeline, PipelineError
 from .processors.window_definition import WindowResult
-from .runners import RunnerOptionError, run
+from .runners import RunnerError, RunnerOptionError, run
 
 __version__ = "0.1.0"
 

@@ -29,7 +29,11 @@ from .core.execution import ExecutionService
 from .pipeline import Pipeline
 
 
-class RunnerOptionError(JetbenchError, TypeError):
+class RunnerError(JetbenchError):
+    """A runner cannot run this job shape; the message names the vertex or stage at fault."""
+
+
+class RunnerOptionError(RunnerError, TypeError):
     """A keyword the chosen runner does not take (a `TypeError` too, as Python's own is)."""
 
     def __init__(self, runner: str, keyword: str, accepted: tuple[str, ...]):

@@ -11,7 +11,6 @@ from .errors import (
     JobCancelled,
     JobError,
     JobTimeout,
-    RunnerError,
 )
 from .execution import ExecutionService
 from .idle import BackoffIdler, IdleConfig, Idler, TimerIdler
@@ -53,7 +52,6 @@ __all__ = [
     "ProcessorContext",
     "QueueStatistics",
     "Routing",
-    "RunnerError",
     "SystemClock",
     "TaskletStatistics",
     "TimerIdler",

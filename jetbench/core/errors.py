@@ -26,7 +26,3 @@ class JobCancelled(JobError):
 
 class JobTimeout(JetbenchError, TimeoutError):
     """``Job.join(timeout)`` ran out of time; the job keeps running."""
-
-
-class RunnerError(JetbenchError):
-    """A runner cannot run this job shape; the message names the vertex or stage at fault."""

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.dag import DAG, Edge, Routing, Vertex
-from ..core.errors import DagError, JetbenchError, JobError, RunnerError
+from ..core.errors import DagError, JetbenchError, JobError
 from ..core.processor import Processor
 from ..processors.aggregation import AccumulateByKeyP
 from ..processors.generator_source import GeneratorSource
+from ..runners import RunnerError
 from .dataframe_sinks import SparkSink
 from .dataframe_sources import DataFrameSource, ParquetSource
 from .stage_task import InputSpec, OutputSpec, StagePlan, Tagger
