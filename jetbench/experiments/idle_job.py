@@ -52,6 +52,11 @@ def idle_job(source: Source, maps: int = MAPS, window_ms: int = 1000) -> DAG:
     """The job as a DAG; ``source`` must be timestamped (``sources.generator`` or a replay).
 
     The maps are separate vertices (the blog post's job ran them unfused); the last one is the probe.
+
+    >>> from jetbench import sources
+    >>> [v.name for v in idle_job(sources.generator(1000)).vertices]  # doctest: +NORMALIZE_WHITESPACE
+    ['source', 'watermarks', 'map-1', 'map-2', 'map-3', 'map-4', 'map-5', 'map-6',
+     'count-per-window', 'latency-sink']
     """
     dag = DAG()
     src = dag.new_vertex("source", source.supplier, source.local_parallelism or 1)
@@ -71,7 +76,14 @@ def idle_job(source: Source, maps: int = MAPS, window_ms: int = 1000) -> DAG:
 def idle_cpu_pipeline(source: Source, maps: int = MAPS, window_ms: int = 1000, sink: Any = None) -> Pipeline:
     """The same job in the Pipeline API: ``source`` -> ``maps`` identity maps (not fused) -> count
     per tumbling window of ``window_ms`` (event time = creation time) -> ``sink`` (by default
-    ``sinks.latency()``). It has no latency probe; `idle_job` is what the experiments run."""
+    ``sinks.latency()``). It has no latency probe; `idle_job` is what the experiments run.
+
+    >>> from jetbench import sources
+    >>> [v.name for v in idle_cpu_pipeline(sources.generator(1000)).to_dag().vertices]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['generator', 'generator-watermarks', 'map-1', 'map-2', 'map-3', 'map-4', 'map-5', 'map-6',
+     'window-tumbling(1000)', 'latency']
+    """
     p = Pipeline(fuse=False)
     stage = p.read_from(source)
     for i in range(maps):
