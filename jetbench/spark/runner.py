@@ -58,6 +58,7 @@ from typing import Any
 
 from ..core.dag import DAG, Edge
 from ..core.errors import JetbenchError, JobError, JobTimeout
+from ..core.execution import ExecutionService
 from ..core.plan import merge_parts
 from ..runners import RunnerError, RunnerOptionError
 from .dataframe_sinks import rdd_to_dataframe
