@@ -13,11 +13,15 @@ import concurrent.futures
 import inspect
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
+from ..core.items import Watermark
+from ..core.outbox import Outbox
+from ..core.processor import ProcessorContext
 from .emitter import EmittingProcessor
 from .map_using_service import _check_service, _close_service
 from .planning import Planner, PlanNode, StageSpec, plan_unary
@@ -25,6 +29,9 @@ from .supplier import ProcessorSupplier
 
 #: Seconds `AsyncMapP.close` waits for its event loop to cancel the calls in flight and stop.
 ASYNC_SHUTDOWN_TIMEOUT_S = 5.0
+
+#: a call in flight: (its item's timestamp or None, its future)
+_Call = tuple[Any, concurrent.futures.Future[Any]]
 
 class AsyncMapP(EmittingProcessor):
     """Emits the results of ``await async_fn(service, item)``, with up to ``max_concurrent``
@@ -43,7 +50,7 @@ class AsyncMapP(EmittingProcessor):
     def __init__(
         self,
         service_factory: Callable[[], Any],
-        async_fn: Callable[[Any, Any], Awaitable[Any]],
+        async_fn: Callable[[Any, Any], Coroutine[Any, Any, Any]],
         max_concurrent: int = 16,
         preserve_order: bool = True,
         timestamped: bool = False,
@@ -58,9 +65,9 @@ class AsyncMapP(EmittingProcessor):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         # (ts or None, future) in submission order
-        self._in_flight: deque[tuple[Any, concurrent.futures.Future]] = deque()
+        self._in_flight: deque[_Call] = deque()
 
-    def init(self, outbox, context) -> None:
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         loop = asyncio.new_event_loop()
         self._loop = loop
@@ -80,11 +87,13 @@ class AsyncMapP(EmittingProcessor):
         async def wrapper() -> Any:
             return await awaitable
 
-        return asyncio.run_coroutine_threadsafe(wrapper(), self._loop).result(ASYNC_SHUTDOWN_TIMEOUT_S)
+        loop = self._loop
+        assert loop is not None  # called by init, which has started the loop
+        return asyncio.run_coroutine_threadsafe(wrapper(), loop).result(ASYNC_SHUTDOWN_TIMEOUT_S)
 
     # -- processing ----------------------------------------------------------------------------
 
-    def process(self, ordinal: int, inbox) -> None:
+    def process(self, ordinal: int, inbox: Inbox) -> None:
         if not self._emit_done():
             return
         in_flight = self._in_flight
@@ -92,6 +101,7 @@ class AsyncMapP(EmittingProcessor):
         if free <= 0:
             return
         loop, fn, service = self._loop, self.async_fn, self.service
+        assert loop is not None  # started by init, cleared only by close
         submit = asyncio.run_coroutine_threadsafe
         append = in_flight.append
         if self.timestamped:
@@ -105,7 +115,7 @@ class AsyncMapP(EmittingProcessor):
         self._emit_done()  # results that finished while no input arrived
         return True
 
-    def try_process_watermark(self, watermark) -> bool:
+    def try_process_watermark(self, watermark: Watermark) -> bool:
         # everything submitted before the watermark must leave before it
         if not self._emit_done() or self._in_flight:
             return False
@@ -126,15 +136,19 @@ class AsyncMapP(EmittingProcessor):
         room = emitter.room()
         if room <= 0:
             return False
+        done: list[_Call]
         if self.preserve_order:
             done = []
             while in_flight and len(done) < room and in_flight[0][1].done():
                 done.append(in_flight.popleft())
             if not done:  # fail fast: a later call may have failed while the head still runs
                 for _, future in in_flight:
-                    if future.done() and not future.cancelled() and future.exception() is not None:
-                        raise future.exception()
+                    if future.done() and not future.cancelled():
+                        error = future.exception()
+                        if error is not None:
+                            raise error
         else:
+            waiting: deque[_Call]
             done, waiting = [], deque()
             for entry in in_flight:
                 (done if len(done) < room and entry[1].done() else waiting).append(entry)
@@ -153,6 +167,7 @@ class AsyncMapP(EmittingProcessor):
         loop, thread = self._loop, self._thread
         if loop is None:
             return
+        assert thread is not None  # init sets both
         self._loop = self._thread = None
         self._in_flight = deque()
         has_service, self._has_service = self._has_service, False
@@ -192,7 +207,7 @@ class MapUsingServiceAsync(ProcessorSupplier):
     def __init__(
         self,
         service_factory: Callable[[], Any],
-        async_fn: Callable[[Any, Any], Awaitable[Any]],
+        async_fn: Callable[[Any, Any], Coroutine[Any, Any, Any]],
         max_concurrent: int = 16,
         preserve_order: bool = True,
         timestamped: bool = False,
@@ -205,8 +220,9 @@ class MapUsingServiceAsync(ProcessorSupplier):
                          label=label)
 
     @property
-    def fn(self) -> Callable[[Any, Any], Awaitable[Any]]:
-        return self.params["async_fn"]
+    def fn(self) -> Callable[[Any, Any], Coroutine[Any, Any, Any]]:
+        fn: Callable[[Any, Any], Coroutine[Any, Any, Any]] = self.params["async_fn"]
+        return fn
 
     def __repr__(self) -> str:
         return f"{self.label}({getattr(self.fn, '__name__', self.fn)})"
@@ -214,7 +230,7 @@ class MapUsingServiceAsync(ProcessorSupplier):
 
 def map_using_service_async(
     service_factory: Callable[[], Any],
-    async_fn: Callable[[Any, Any], Awaitable[Any]],
+    async_fn: Callable[[Any, Any], Coroutine[Any, Any, Any]],
     max_concurrent: int = 16,
     preserve_order: bool = True,
     timestamped: bool = False,
