@@ -258,6 +258,7 @@ def _verify(
                 e.add_note(f"verify_processor: assert_output failed for {run.label}")
                 raise
         else:
+            assert expected_lists is not None  # verify_processor makes them when assert_output is None
             run.check_output(output, expected_lists, any_order)
         report.runs.append(
             RunReport(

@@ -107,6 +107,7 @@ class Planner:
         vertices = {}
         for pv in self.vertices:
             supplier = pv.supplier if pv.transform is None else transform_processor(pv.transform)
+            assert supplier is not None  # a planned vertex has a supplier or a transform (Planner.vertex)
             name = pv.name if len(pv.names) == 1 else f"fused({', '.join(pv.names)})"
             vertices[pv] = dag.new_vertex(name, supplier, pv.local_parallelism)
         for e in self.edges:
@@ -114,6 +115,7 @@ class Planner:
                 vertices[e.destination], e.ordinal
             )
             if e.routing is Routing.PARTITIONED:
+                assert e.key_fn is not None  # the rules give every partitioned edge its key
                 edge.partitioned(e.key_fn)
             elif e.routing is Routing.BROADCAST:
                 edge.broadcast()
@@ -142,7 +144,7 @@ def explain(dag: DAG) -> str:
     for e in dag.edges:
         extra = f", priority {e.edge_priority}" if e.edge_priority else ""
         lines.append(
-            f"  {e.source.name}[{e.source_ordinal}] -> {e.destination.name}[{e.destination_ordinal}]"
+            f"  {e.source.name}[{e.source_ordinal}] -> {e.target.name}[{e.destination_ordinal}]"
             f"  {e.routing.value}{extra}"
         )
     return "\n".join(lines)
