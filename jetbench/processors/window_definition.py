@@ -16,8 +16,8 @@ from ..core.errors import JetbenchError
 class WindowResult(NamedTuple):
     """One window's aggregate: ``[start, end)``, the grouping key (None when not grouped), the value."""
 
-    start: int
-    end: int
+    start: float  # ms; an int for sliding windows, the event times of a session (maybe floats)
+    end: float
     key: Any
     value: Any
 
