@@ -13,7 +13,7 @@ from ...core.errors import DagError
 from .code_text import check_code, check_expr, check_steps
 from .dag_building import skeleton
 from .document import ROUTINGS, Document, ports_text
-from .kind import Kind
+from .kind import Kind, Param
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ def where(doc: Document, p: Problem) -> str:
     return "DAG"
 
 
-def _check_param(param: Any, value: Any, params: dict[str, Any]) -> str | None:
+def _check_param(param: Param, value: Any, params: dict[str, Any]) -> str | None:
     if not param.applies(params):
         return None  # not used with these settings
     if param.optional and value in (None, ""):
