@@ -18,26 +18,31 @@ import statistics
 import time
 
 from jetbench.core import ExecutionService, JobCancelled
-from jetbench.core.idle import TimerIdler
+from jetbench.core.clock import SYSTEM_CLOCK, Clock
 from jetbench.experiments.idle_job import idle_job
 from jetbench.experiments.point import make_source
 
 
-def spin_wait(timeout: float) -> bool:
-    """Wait ``timeout`` seconds without giving up the core; never woken early."""
-    end = time.perf_counter() + timeout
-    while time.perf_counter() < end:
-        pass
-    return False
+class SpinClock:
+    """The real clock, except that sleeping spin-waits: the thread never leaves the core and is
+    never woken early. (Not a `SystemClock`, so the timer idler sleeps on it, not on its parker.)"""
+
+    monotonic = staticmethod(time.monotonic)
+    monotonic_ns = staticmethod(time.monotonic_ns)
+    time_ns = staticmethod(time.time_ns)
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
 
 
 def busy_per_call_us(rate: float, spin: bool, seconds: float) -> dict[str, float]:
     """Tasklet name -> mean busy microseconds per call over ``seconds`` after 1 s of warm-up."""
-    service = ExecutionService(min_idle_us=1000, max_idle_us=1000, idle="timer")
+    clock: Clock = SpinClock() if spin else SYSTEM_CLOCK
+    service = ExecutionService(min_idle_us=1000, max_idle_us=1000, idle="timer", clock=clock)
     job = service.submit(idle_job(make_source("generator", rate, seconds + 1)))
-    if spin:
-        worker = job.workers[0]
-        worker.idler = worker.idler.replaced_by(TimerIdler(worker.idler.config, wait=spin_wait))
     time.sleep(1)
     before = {t.name: (t.busy_ns, t.calls) for t in job.tasklets}
     time.sleep(seconds)
