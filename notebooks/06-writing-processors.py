@@ -16,7 +16,8 @@
 # %% [markdown]
 # # 06 · Writing processors
 #
-# Pipelines are convenient, but everything runs as **processors** (seed 003). A processor
+# Pipelines are convenient, but everything runs as **processors** (Jet's reference manual,
+# "Processor"). A processor
 # receives batches in an **inbox** and emits into an **outbox** whose buckets are bounded and
 # *refuse* items when full. Because a cooperative processor must never block, it has to
 # handle a refusal by saving its place and returning; the engine calls it again once the
@@ -118,7 +119,8 @@ print(failure)
 # %% [markdown]
 # The harness names the processor, the mode, and the item offered after a refusal. On the
 # real engine the same bug loses data whenever a batch of lines yields more words than the
-# outbox's capacity (1024 by default):
+# outbox's capacity (1024 by default). On one worker thread that is certain, not a matter of
+# timing: the source fills the queue with a whole batch of lines before the split runs.
 
 # %%
 def split_on_engine(supplier, lines):
@@ -127,7 +129,7 @@ def split_on_engine(supplier, lines):
     split = dag.new_vertex("split", supplier, 1)
     sink = dag.new_vertex("sink", collect_sink(), 1)
     dag.edge(Edge.between(source, split)).edge(Edge.between(split, sink))
-    return ExecutionService().run(dag, timeout=60)
+    return ExecutionService(cooperative_threads=1).run(dag, timeout=60)
 
 text = corpus(ENGINE_LINES, vocabulary_size=300, seed=6)
 words = [w for line in text for w in line.split()]
