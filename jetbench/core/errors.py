@@ -25,4 +25,4 @@ class JobCancelled(JobError):
 
 
 class JobTimeout(JetbenchError, TimeoutError):
-    """``Job.join(timeout)`` ran out of time; the job keeps running."""
+    """``Job.join(timeout)`` ran out of time; the job keeps running (``run()`` cancels it)."""

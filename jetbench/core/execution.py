@@ -29,7 +29,7 @@ from typing import Any
 
 from .clock import SYSTEM_CLOCK, Clock
 from .dag import DAG
-from .errors import JetbenchError, JobError
+from .errors import JetbenchError, JobError, JobTimeout
 from .idle import IDLE_STRATEGIES, IdleConfig, Idler, make_idler
 from .job import Job, JobStatus
 from .metrics import WorkerStatistics
@@ -420,8 +420,18 @@ class ExecutionService:
         return workers
 
     def run(self, dag: Any, timeout: float | None = None) -> Any:
-        """Submit and join: return the job's result."""
-        return self.submit(dag).join(timeout)
+        """Submit and join: return the job's result.
+
+        Nobody else holds the job, so it never outlives this call: an interrupt or any other
+        exception while waiting cancels it (see `Job.join`), and so does running out of
+        ``timeout`` (`JobTimeout`), each after waiting for the job's threads to end.
+        """
+        job = self.submit(dag)
+        try:
+            return job.join(timeout)
+        except JobTimeout as exc:
+            job._stop_after(exc)
+            raise
 
     def __repr__(self) -> str:
         return (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -21,6 +22,11 @@ from .tasklet import ProcessorTasklet
 #: Views of a job provided by higher layers (e.g. the notebook dashboard), registered by name so
 #: that the engine never imports them: ``register_view("dashboard", factory)``.
 _VIEWS: dict[str, Callable[..., Any]] = {}
+
+#: How long an interrupted wait (`Job.join`, `ExecutionService.run`) waits for the cancelled
+#: job's threads to end before letting the interrupt go on: cooperative workers leave within a
+#: round; only a processor call that does not return can hold one longer.
+STOP_GRACE_S = 5.0
 
 
 def register_view(name: str, factory: Callable[..., Any]) -> None:
@@ -134,13 +140,25 @@ class Job:
         return end - self.start_time
 
     def join(self, timeout: float | None = None) -> Any:
-        """Wait for the job; return its result, or raise `JobError`/`JobCancelled`/`JobTimeout`."""
-        if not self._done.wait(timeout):
+        """Wait for the job; return its result, or raise `JobError`/`JobCancelled`/`JobTimeout`.
+
+        If the wait itself is interrupted (KeyboardInterrupt: Stop in a notebook, Ctrl-C in a
+        script) or fails, the job is cancelled and its threads are waited for (at most
+        `STOP_GRACE_S`) before the exception goes on: no job outlives the wait for it. A
+        `JobTimeout` leaves the job running: the caller holds its handle.
+        """
+        try:
+            finished = self._done.wait(timeout)
+            if finished:
+                for worker in self.workers:
+                    worker.thread.join()
+                if self.sampler is not None:
+                    self.sampler.join()
+        except BaseException as exc:
+            self._stop_after(exc)
+            raise
+        if not finished:
             raise JobTimeout(f"job {self.name!r} still {self._status.value} after {timeout} s")
-        for worker in self.workers:
-            worker.thread.join()
-        if self.sampler is not None:
-            self.sampler.join()
         if self._failure is not None:
             raise self._failure
         return self._result
@@ -148,6 +166,35 @@ class Job:
     def cancel(self) -> None:
         """Ask every tasklet to leave on its next turn; ``join()`` then raises `JobCancelled`."""
         self._fail(JobCancelled(f"job {self.name!r} was cancelled"), JobStatus.CANCELLED)
+
+    def stop(self, timeout: float | None = STOP_GRACE_S) -> bool:
+        """Cancel the job and wait (at most ``timeout`` seconds) until none of its threads is
+        left; True if none is. A thread stuck in a call that never returns (a blocking
+        processor) cannot be ended from outside: it is named by `live_threads`."""
+        self.cancel()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        me = threading.current_thread()
+        for thread in self.live_threads():
+            if thread is me:
+                continue
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not self.live_threads()
+
+    def live_threads(self) -> list[threading.Thread]:
+        """The job's worker and sampler threads still alive."""
+        threads = [w.thread for w in self.workers]
+        if self.sampler is not None:
+            threads.append(self.sampler.thread)
+        return [t for t in threads if t.is_alive()]
+
+    def _stop_after(self, exc: BaseException) -> None:
+        """``exc`` interrupted a wait for this job: stop the job; if a thread outlives the grace
+        period, say so on ``exc`` (a second interrupt while waiting goes on as it is)."""
+        if self.stop():
+            return
+        names = ", ".join(t.name for t in self.live_threads())
+        exc.add_note(f"jetbench: job {self.name!r} was cancelled, but after {STOP_GRACE_S:g} s these threads "
+                     f"are still in a call that has not returned: {names}")
 
     def metrics(self) -> JobMetrics:
         """A frozen snapshot of every tasklet's and worker's counters."""

@@ -42,6 +42,11 @@ class MetricsSampler:
         self._thread = threading.Thread(target=self._run, name=f"jetbench.{job.name}.sampler", daemon=True)
 
     @property
+    def thread(self) -> threading.Thread:
+        """The sampling thread (named ``jetbench.<job>.sampler``)."""
+        return self._thread
+
+    @property
     def running(self) -> bool:
         """Whether the sampling thread is still alive."""
         return self._thread.is_alive()

@@ -46,6 +46,7 @@ of the tasks; any other raises `jetbench.RunnerOptionError`, naming it and listi
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import threading
@@ -285,13 +286,21 @@ class SparkRunner:
             records = []
             if finals:
                 records = (finals[0] if len(finals) == 1 else sc.union(finals)).collect()
-        except Exception as exc:
+        except BaseException as exc:
+            # whatever ended the wait (a failure, the timeout, KeyboardInterrupt), no Spark job of
+            # this run goes on (PySpark cancels on SIGINT only if its context began in the main thread)
+            with contextlib.suppress(Exception):
+                sc.cancelJobsWithTag(tag)
+            if not isinstance(exc, Exception):
+                raise
             if timed_out.is_set():
                 raise JobTimeout(f"SparkRunner: the job did not finish within {timeout} s; its Spark jobs were cancelled") from exc
             raise _job_error(exc) from exc
         finally:
             if timer is not None:
                 timer.cancel()
+                if timer.is_alive():
+                    timer.join()  # no thread of ours outlives the wait
             sc.removeJobTag(tag)
             for rdd in persisted:
                 rdd.unpersist()
