@@ -4,6 +4,11 @@ The server listens on 127.0.0.1 only; its root is the notebooks folder of the ch
 ``--dir``), and the URL it prints (and ``/``) opens ``01-getting-started.ipynb``. Anything
 after the known options goes to ``jupyter lab`` unchanged, e.g. ``--ServerApp.port=9000``.
 
+Each notebook there is a pair: ``NN-name.ipynb``, which Lab opens, and ``NN-name.py``, its
+py:percent source (jupytext). With jupytext installed (the ``dev`` extra), Lab saves both
+files of a pair; without it, only the .ipynb, and ``jupytext --sync notebooks/*.py`` brings
+the .py up to date.
+
 >>> cmd = lab_command(Path("notebooks"), port=8899, open_browser=False)
 >>> cmd[1:3], "--ServerApp.ip=127.0.0.1" in cmd, "--LabApp.default_url=/lab/tree/01-getting-started.ipynb" in cmd
 (['-m', 'jupyterlab'], True, True)
