@@ -1,10 +1,102 @@
-"""Exception types raised by jetbench. Every error a user can meet derives from `JetbenchError`."""
+"""Exception types raised by jetbench. Every error a user can meet derives from `JetbenchError`.
+
+A job failure is reported the way a user reads it: the `JobError` names the vertex and
+instance, the user's function and line (the first frame outside the engine) and the item being
+processed; the engine's frames stay in ``__cause__`` for whoever wants them. In IPython, a
+jetbench error renders through ``_render_traceback_`` as that short report followed by the
+user's frames only.
+"""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import reprlib
+import traceback
+from types import TracebackType
+
+#: the engine's own machinery: frames in these files come before the user's code in a failure
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ENGINE_PATHS = tuple(os.path.join(_PACKAGE_DIR, d) + os.sep for d in ("core", "processors", "pipeline")) + (
+    os.path.join(_PACKAGE_DIR, "runners.py"),
+)
+#: the pseudo-filenames of code jetbench generates (fused transforms), registered in linecache
+GENERATED_FILE_PREFIX = "<jetbench "
+
+#: what a `JobError` reports of the failing processor's input: the very item, the batch it was
+#: in (both noted by the processor with `note_failing_item`), or what was left in its inbox
+ITEM = "item"
+BATCH = "batch"
+INBOX = "inbox"
+_NOTE = "_jetbench_failing_item"
+
+
+def is_engine_file(filename: str) -> bool:
+    """Whether a frame in ``filename`` is the engine's (core, processors, pipeline, run(), or
+    code the engine generated) rather than the user's."""
+    return filename.startswith(_ENGINE_PATHS) or filename.startswith(GENERATED_FILE_PREFIX)
+
+
+def user_frames(tb: TracebackType | None) -> traceback.StackSummary:
+    """The frames of a processor failure's traceback from the first one outside the engine
+    inward (the user's function and what it called); the innermost frame if all are the engine's."""
+    entries = list(traceback.walk_tb(tb))
+    for k, (frame, _) in enumerate(entries):
+        if not is_engine_file(frame.f_code.co_filename):
+            return traceback.StackSummary.extract(entries[k:])
+    return traceback.StackSummary.extract(entries[-1:])
+
+
+def caller_frames(tb: TracebackType | None) -> traceback.StackSummary:
+    """The frames of an error's traceback outside the engine (the user's calls that led to it)."""
+    return traceback.StackSummary.extract(
+        (frame, line) for frame, line in traceback.walk_tb(tb) if not is_engine_file(frame.f_code.co_filename)
+    )
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 80
+_SHORT.maxother = 80
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 8
+
+
+def short_repr(value: object) -> str:
+    """A repr of ``value`` cut to about a line; never raises."""
+    try:
+        return _SHORT.repr(value)
+    except Exception as exc:
+        return f"<{type(value).__name__} object; its repr raised {type(exc).__name__}>"
+
+
+def note_failing_item(exc: BaseException, value: object, kind: str = ITEM) -> None:
+    """Remember on ``exc``, raised by a processor, the item it was processing (``kind=ITEM``)
+    or the batch that item was in (``kind=BATCH``): the job's `JobError` reports it. Called on
+    the failure path only."""
+    with contextlib.suppress(AttributeError, TypeError):  # an exception type that takes no attributes
+        setattr(exc, _NOTE, (kind, value))
+
+
+def noted_item(exc: BaseException) -> tuple[str, object] | None:
+    """What `note_failing_item` remembered on ``exc``, as ``(kind, value)``, or None."""
+    noted = getattr(exc, _NOTE, None)
+    if isinstance(noted, tuple) and len(noted) == 2 and noted[0] in (ITEM, BATCH):
+        return (str(noted[0]), noted[1])
+    return None
+
+
+def _format_frames(frames: traceback.StackSummary) -> list[str]:
+    return ["Traceback (most recent call last):\n", *frames.format()] if frames else []
 
 
 class JetbenchError(Exception):
     """Base class of every jetbench error."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook: the user's calls that led here, then the message, without the
+        engine's frames (``traceback.print_exception(err)`` still prints them all)."""
+        lines = _format_frames(caller_frames(self.__traceback__))
+        lines.extend(traceback.format_exception_only(type(self), self))
+        return "".join(lines).rstrip("\n").split("\n")
 
 
 class DagError(JetbenchError, ValueError):
@@ -18,6 +110,54 @@ class JobError(JetbenchError):
         super().__init__(message)
         self.vertex = vertex
         self.instance = instance
+        #: what the failing processor was processing: the item itself when it could be pinpointed
+        #: (``item_kind == "item"``), else the batch it was in (``"batch"``) or the items left in
+        #: the processor's inbox (``"inbox"``); None if unknown
+        self.item: object = None
+        self.item_kind: str | None = None
+        #: the first frame of the failure outside the engine: the user's function and line
+        self.user_frame: traceback.FrameSummary | None = None
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook: this report first, then the user's frames of the failure (the
+        engine's frames are in ``__cause__``: ``traceback.print_exception(err)`` prints them)."""
+        lines = traceback.format_exception_only(type(self), self)
+        cause = self.__cause__
+        if cause is not None:
+            lines.append("\nThe user's frames of the failure (all of them: traceback.print_exception(err)):\n")
+            lines.extend(_format_frames(user_frames(cause.__traceback__)))
+            lines.extend(traceback.format_exception_only(type(cause), cause))
+        return "".join(lines).rstrip("\n").split("\n")
+
+
+def failure_report(exc: BaseException, fallback_batch: list[object] | None = None
+                   ) -> tuple[str, object, traceback.FrameSummary | None, list[str]]:
+    """What a `JobError` says of a processor's exception ``exc``: ``(item_kind, item,
+    user_frame, lines)``; the lines name the item (or batch) and the user's function, file,
+    line and source line. ``fallback_batch`` is the batch to report when the processor noted
+    no item: what is left in its inbox."""
+    noted = noted_item(exc)
+    kind: str = ""
+    value: object = None
+    lines: list[str] = []
+    if noted is not None:
+        kind, value = noted
+    elif fallback_batch:
+        kind, value = INBOX, fallback_batch
+    if kind == ITEM:
+        lines.append(f"  item: {short_repr(value)}")
+    elif kind == BATCH:
+        lines.append(f"  batch (the failing item in it could not be pinpointed): {short_repr(value)}")
+    elif kind == INBOX:
+        lines.append(f"  left in its inbox (the failing item could not be pinpointed): {short_repr(value)}")
+    frames = user_frames(exc.__traceback__)
+    frame = frames[0] if frames else None
+    if frame is not None:
+        lines.append(f"  in {frame.name}, {frame.filename}:{frame.lineno}")
+        source = (frame.line or "").strip()
+        if source:
+            lines.append(f"    {source if len(source) <= 160 else source[:157] + '...'}")
+    return kind, value, frame, lines
 
 
 class JobCancelled(JobError):

@@ -29,7 +29,7 @@ from typing import Any
 
 from .clock import SYSTEM_CLOCK, Clock
 from .dag import DAG
-from .errors import JetbenchError, JobError, JobTimeout
+from .errors import DagError, JetbenchError, JobError, JobTimeout
 from .idle import IDLE_STRATEGIES, IdleConfig, Idler, make_idler
 from .job import Job, JobStatus
 from .metrics import WorkerStatistics
@@ -372,6 +372,8 @@ class ExecutionService:
             job._fail(exc, JobStatus.FAILED)
             job._start([], lambda: None)
             return job
+        except DagError as exc:  # the message says it all: raised from here, not from inside validate()
+            raise exc.with_traceback(None)  # noqa: B904 - the same exception, with a shorter traceback
         job.tasklets = list(plan.tasklets)
         job.edges = plan.edges
         cooperative = self._deal_cooperative(job, plan.tasklets)

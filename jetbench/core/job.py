@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .clock import SYSTEM_CLOCK, Clock
-from .errors import JetbenchError, JobCancelled, JobError, JobTimeout
+from .errors import JetbenchError, JobCancelled, JobError, JobTimeout, failure_report
 from .idle import Idler
 from .metrics import JobMetrics, WorkerStatistics
 from .sampler import MetricsSampler
@@ -235,11 +235,16 @@ class Job:
     def record_failure(self, exc: BaseException, tasklet: ProcessorTasklet | None, during: str) -> None:
         """First failure wins; the job is torn down."""
         where = f"vertex {tasklet.vertex_name!r} instance {tasklet.index}" if tasklet else "the job"
+        # a processor that noted no failing item: report what is left in its inbox, if anything
+        left = list(tasklet.inbox) if tasklet is not None and during == "process" else None
+        kind, item, frame, details = failure_report(exc, left)
         error = JobError(
-            f"job {self.name!r} failed in {where} during {during}: {type(exc).__name__}: {exc}",
+            "\n".join([f"job {self.name!r} failed in {where} during {during}: {type(exc).__name__}: {exc}",
+                       *details]),
             vertex=tasklet.vertex_name if tasklet else None,
             instance=tasklet.index if tasklet else None,
         )
+        error.item, error.item_kind, error.user_frame = item, kind or None, frame
         error.__cause__ = exc
         self._fail(error, JobStatus.FAILED)
 

@@ -10,10 +10,14 @@ so a fused chain costs one pass and no per-step queue hop.
 
 from __future__ import annotations
 
+import hashlib
+import linecache
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..core.errors import BATCH, GENERATED_FILE_PREFIX, ITEM, note_failing_item
 from ..core.inbox import Inbox
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec
@@ -129,8 +133,31 @@ def _compile(
     if keep:
         expr = f"(t, {expr})"
     source = f"lambda batch: [{expr} {' '.join(clauses)}]"
-    fused: Callable[[list[Any]], list[Any]] = eval(compile(source, "<jetbench fused transform>", "eval"), env)  # noqa: S307 - our own code
+    filename = _register_source(source, steps)
+    fused: Callable[[list[Any]], list[Any]] = eval(compile(source, filename, "eval"), env)  # noqa: S307 - our own code
     return fused
+
+
+def _register_source(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...]) -> str:
+    """Put the generated ``source`` in `linecache` under a pseudo-filename naming the steps
+    (stable: the same chain gets the same name), so tracebacks and IPython print its line
+    between the engine's frames and the user's functions instead of "Could not get source".
+    Entries without a modification time survive ``linecache.checkcache``, as IPython's cells do."""
+    names = ", ".join(f"{kind}({getattr(fn, '__name__', type(fn).__name__)})" for kind, fn in steps)
+    digest = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()[:8]
+    filename = f"{GENERATED_FILE_PREFIX}fused transform {names or 'identity'} {digest}>"
+    linecache.cache[filename] = (len(source), None, [source + "\n"], filename)
+    return filename
+
+
+def _note_failing_item(exc: Exception, batch: list[Any]) -> None:
+    """On a failure of the compiled chain: note on ``exc`` the input item its comprehension
+    was at (``x0``, read from the generated code's frame), else the whole batch."""
+    for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        if frame.f_code.co_filename.startswith(GENERATED_FILE_PREFIX) and "x0" in frame.f_locals:
+            note_failing_item(exc, frame.f_locals["x0"], ITEM)
+            return
+    note_failing_item(exc, batch, BATCH)
 
 
 class TransformP(EmittingProcessor):
@@ -153,14 +180,24 @@ class TransformP(EmittingProcessor):
         room = emitter.room()
         if room <= 0:
             return
+        # a try costs nothing until it raises: the failing item is found on the failure path only
         if self._expands:
             take = max(1, int(room / self._ratio))
             batch = inbox.take(take)
-            out = self._apply(batch)
+            try:
+                out = self._apply(batch)
+            except Exception as exc:
+                _note_failing_item(exc, batch)
+                raise
             if batch:
                 self._ratio = max(1.0, 0.5 * self._ratio + 0.5 * len(out) / len(batch))
         else:
-            out = self._apply(inbox.take(room))
+            batch = inbox.take(room)
+            try:
+                out = self._apply(batch)
+            except Exception as exc:
+                _note_failing_item(exc, batch)
+                raise
         if out:
             emitter.emit(out)
 
