@@ -264,8 +264,12 @@ class DAG:
         return to_dot(self)
 
     def _repr_svg_(self) -> str | None:
-        """Notebooks show the DAG as an SVG drawn by Graphviz (when ``dot`` is installed)."""
-        return to_svg(self)
+        """Notebooks show the DAG as an SVG drawn by Graphviz (when ``dot`` is installed). Never
+        raises: None (the notebook then shows the repr) if it cannot be drawn."""
+        try:
+            return to_svg(self)
+        except Exception:
+            return None
 
     def __repr__(self) -> str:
         return f"DAG(vertices={list(self._vertices)}, edges={len(self._edges)})"

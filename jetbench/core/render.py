@@ -105,10 +105,24 @@ def to_dot(dag: Drawable, default_parallelism: int | None = None) -> str:
     return "\n".join(lines)
 
 
+def dot_string(text: str) -> str:
+    """``text`` as a quoted DOT string."""
+    return _quote(text)
+
+
 def to_svg(dag: Drawable) -> str | None:
     """SVG text drawn by Graphviz's ``dot`` program, or None if ``dot`` is not installed."""
+    return dot_to_svg(to_dot(dag))
+
+
+def dot_to_svg(dot_text: str) -> str | None:
+    """SVG of a DOT text drawn by Graphviz's ``dot`` program; None if ``dot`` is not installed,
+    fails or takes more than 30 s (display methods call this: it never raises)."""
     dot = shutil.which("dot")
     if dot is None:
         return None
-    done = subprocess.run([dot, "-Tsvg"], input=to_dot(dag), capture_output=True, text=True, timeout=30, check=False)
+    try:
+        done = subprocess.run([dot, "-Tsvg"], input=dot_text, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
     return done.stdout if done.returncode == 0 else None

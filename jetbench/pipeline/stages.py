@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..core.render import dot_string, dot_to_svg
 from ..processors.aggregate_operation import AggregateOperation, require_operation
 from ..processors.aggregation import AggregateSpec, GroupAggregateSpec
 from ..processors.co_group import CO_GROUP, CoGroupSpec, Tag, tag_key
@@ -98,8 +99,40 @@ class Pipeline:
         return explain(self.to_dag(fuse=fuse))
 
     def _repr_svg_(self) -> str | None:
-        """Notebooks show the planned DAG as an SVG."""
-        return self.to_dag()._repr_svg_()
+        """Notebooks show the planned DAG as an SVG; a pipeline that cannot be planned yet (a
+        stage not written to a sink) as its stages so far, each open end marked (`draft_dot`).
+        Never raises: a display method that raised would show a traceback instead of the pipeline."""
+        try:
+            return self.to_dag()._repr_svg_()
+        except Exception:
+            pass
+        try:
+            return dot_to_svg(self.draft_dot())
+        except Exception:
+            return None
+
+    def draft_dot(self) -> str:
+        """The pipeline's stages as written (not planned) in DOT: one box per stage, and a
+        dashed "open end" after every stage that leads nowhere yet."""
+        lines = [
+            "digraph Pipeline {",
+            "  rankdir=LR;",
+            '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica", fontsize=11];',
+        ]
+        if not self.nodes:
+            lines.append('  empty [label="empty pipeline: start it with read_from(source)", style=dashed];')
+        consumers = {id(u) for n in self.nodes for u in n.upstream}
+        for k, node in enumerate(self.nodes):
+            lines.append(f"  {dot_string(node.name)} [label={dot_string(f'{node.name}  ({node.kind})')}];")
+            for u in node.upstream:
+                lines.append(f"  {dot_string(u.name)} -> {dot_string(node.name)};")
+            if node.kind != "sink" and id(node) not in consumers:
+                end = dot_string(f"open end {k}")
+                lines.append(f'  {end} [label="open end:\\nwrite_to(sink)", shape=box, style="dashed", '
+                             'color="#b35900", fontcolor="#b35900"];')
+                lines.append(f'  {dot_string(node.name)} -> {end} [style=dashed, color="#b35900"];')
+        lines.append("}")
+        return "\n".join(lines)
 
     def _add(self, spec: StageSpec, name: str | None, upstream: list[Node],
              local_parallelism: int | None = None, **flags: bool | None) -> Node:
