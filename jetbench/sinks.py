@@ -13,13 +13,13 @@ from typing import Any
 
 from .core.errors import JetbenchError
 from .pipeline.connectors import Sink
-from .processors.callback_sink import CallbackSink
+from .processors.callback_sink import callback_sink
 from .processors.collect_sink import collect_sink
-from .processors.files_sink import FilesSink
-from .processors.latency_sink import LatencySink
+from .processors.files_sink import files_sink
+from .processors.latency_sink import latency_sink
 from .processors.noop_sink import noop_sink
-from .processors.pandas_sink import PandasSink
-from .processors.to_dict_sink import ToDictSink
+from .processors.pandas_sink import pandas_sink
+from .processors.to_dict_sink import to_dict_sink
 
 __all__ = ["callback", "collect", "files", "latency", "noop", "pandas", "to_dict"]
 
@@ -31,12 +31,12 @@ def collect() -> Sink:
 
 def to_dict() -> Sink:
     """Items are ``(key, value)`` pairs; the job's result is a dict (a later duplicate key wins)."""
-    return Sink("to_dict", ToDictSink())
+    return Sink("to_dict", to_dict_sink())
 
 
 def callback(fn: Callable[[Any], Any]) -> Sink:
     """Calls ``fn(item)`` for every item, on the sink's worker thread."""
-    return Sink("callback", CallbackSink(fn))
+    return Sink("callback", callback_sink(fn))
 
 
 def pandas() -> Sink:
@@ -48,12 +48,12 @@ def pandas() -> Sink:
         import pandas as pd  # noqa: F401 - only checking it is installed
     except ImportError as exc:
         raise JetbenchError("sinks.pandas() needs pandas installed") from exc
-    return Sink("pandas", PandasSink())
+    return Sink("pandas", pandas_sink())
 
 
 def files(directory: str | os.PathLike) -> Sink:
     """Instance k writes ``str(item)`` lines to ``directory/part-{k:05d}`` (directory created)."""
-    return Sink(f"files({os.fspath(directory)})", FilesSink(directory))
+    return Sink(f"files({os.fspath(directory)})", files_sink(directory))
 
 
 def noop() -> Sink:
@@ -67,4 +67,4 @@ def latency() -> Sink:
     The job's result is a dict: ``count``, ``mean_ms``, ``p50_ms``, ``p90_ms``, ``p99_ms``,
     ``p999_ms`` and ``max_ms`` (all None but ``count`` when nothing arrived).
     """
-    return Sink("latency", LatencySink(), accepts_timestamped=True, requires_timestamped=True)
+    return Sink("latency", latency_sink(), accepts_timestamped=True, requires_timestamped=True)

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .pipeline.connectors import Source
-from .processors.files_source import FilesSource
-from .processors.generator_source import GeneratorSource
+from .processors.files_source import files_source
+from .processors.generator_source import generator_source
 from .processors.items_source import items_source
-from .processors.test_stream_source import TestStreamSource
+from .processors.test_stream_source import test_stream_source
 
 __all__ = ["files", "generator", "items", "test_stream"]
 
@@ -32,7 +32,7 @@ def files(glob_pattern: str, encoding: str = "utf-8") -> Source:
     File i is read by instance ``i % total_parallelism``, on a dedicated thread (blocking
     I/O). Raises `JetbenchError` here if no file matches.
     """
-    return Source(f"files({glob_pattern})", FilesSource(glob_pattern, encoding))
+    return Source(f"files({glob_pattern})", files_source(glob_pattern, encoding))
 
 
 def generator(
@@ -46,7 +46,7 @@ def generator(
     Timestamped by default: items are ``(time.time_ns() / 1e6, item)``. Unbounded unless
     ``count`` (the total over all instances) is given.
     """
-    supplier = GeneratorSource(rate_per_s, item_fn, timestamped, count)
+    supplier = generator_source(rate_per_s, item_fn, timestamped, count)
     return Source("generator", supplier, timestamped=timestamped, streaming=count is None)
 
 
@@ -56,7 +56,7 @@ def test_stream(events: Iterable[tuple[float, Any]], allowed_lag: float = 0) -> 
     Watermarks trail the highest timestamp seen by ``allowed_lag`` ms: an event more than that
     behind may be late (dropped by windows).
     """
-    return Source("test_stream", TestStreamSource(events), local_parallelism=1, timestamped=True,
+    return Source("test_stream", test_stream_source(events), local_parallelism=1, timestamped=True,
                   streaming=False, allowed_lag=allowed_lag)
 
 

@@ -46,7 +46,7 @@ import pandas as pd
 
 from jetbench import DAG, Edge, ExecutionService, Pipeline, Processor, sinks, sources
 from jetbench.processors import collect_sink, items_source, map_processor, noop_sink
-from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.generator_source import generator_source
 
 COUNT = int(RATE * SECONDS)
 
@@ -68,7 +68,7 @@ def enrich(x):
     return x + 1
 
 dag = DAG()
-source = dag.new_vertex("source", GeneratorSource(RATE, timestamped=False, count=COUNT), 1)
+source = dag.new_vertex("source", generator_source(RATE, timestamped=False, count=COUNT), 1)
 parse_v = dag.new_vertex("parse", map_processor(parse), local_parallelism=2)
 enrich_v = dag.new_vertex("enrich", map_processor(enrich), local_parallelism=2)
 sink = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
@@ -310,7 +310,7 @@ def uneven_dag():
     """Dealt in turn over 2 workers: worker 0 gets the long-running tasklets, worker 1 the quick ones."""
     dag = DAG()
     for k in range(4):
-        slow = dag.new_vertex(f"long{k}", GeneratorSource(RATE / 2, timestamped=False, count=COUNT // 2), 1)
+        slow = dag.new_vertex(f"long{k}", generator_source(RATE / 2, timestamped=False, count=COUNT // 2), 1)
         quick = dag.new_vertex(f"short{k}", items_source(range(5)), 1)
         slow_sink = dag.new_vertex(f"long{k}-sink", noop_sink(), 1)
         quick_sink = dag.new_vertex(f"short{k}-sink", noop_sink(), 1)

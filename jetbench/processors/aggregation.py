@@ -15,9 +15,22 @@ from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from .aggregate_operation import AggregateOperation, require_operation
+from .builder_kind import (
+    AGGREGATE_IMPORT,
+    KEY,
+    OP,
+    VALUE,
+    Kind,
+    Reader,
+    operation,
+    operation_code,
+    read_operation,
+    single_instance,
+    value_fn,
+)
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec, pair_key
-from .supplier import ProcessorSupplier, set_builder_code
+from .supplier import ProcessorSupplier, made_by, set_builder_code
 
 _MISSING = object()
 
@@ -91,33 +104,24 @@ class CombineByKeyP(_KeyedEmitterP):
             groups[key] = acc if current is _MISSING else combine(current, acc)
 
 
-class AggregateSupplier(ProcessorSupplier):
-    """Supplier of the aggregation processors; ``label`` names the function that made it
-    (``accumulate_by_key``, ``combine``, ...) and ``params`` hold ``op`` (and ``key_fn``)."""
-
-
-#: the old name, kept for importers
-_Supplier = AggregateSupplier
-
-
-def accumulate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> AggregateSupplier:
+def accumulate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> ProcessorSupplier:
     """Stage-1 supplier: emits ``(key, accumulator)`` when its input completes."""
     op = require_operation(op, "accumulate_by_key()")
-    return AggregateSupplier(AccumulateByKeyP, key_fn, op, label="accumulate_by_key")
+    return ProcessorSupplier(AccumulateByKeyP, key_fn, op, label="accumulate_by_key")
 
 
-def combine_by_key(op: AggregateOperation) -> AggregateSupplier:
+def combine_by_key(op: AggregateOperation) -> ProcessorSupplier:
     """Stage-2 supplier: combines ``(key, accumulator)`` pairs, emits ``(key, result)``."""
     op = require_operation(op, "combine_by_key()")
     if op.combine is None:
         raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
-    return AggregateSupplier(CombineByKeyP, op, label="combine_by_key")
+    return ProcessorSupplier(CombineByKeyP, op, label="combine_by_key")
 
 
-def aggregate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> AggregateSupplier:
+def aggregate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> ProcessorSupplier:
     """Single-stage supplier: emits ``(key, result)`` when its input completes."""
     op = require_operation(op, "aggregate_by_key()")
-    return AggregateSupplier(AccumulateByKeyP, key_fn, op, finish=True, label="aggregate_by_key")
+    return ProcessorSupplier(AccumulateByKeyP, key_fn, op, finish=True, label="aggregate_by_key")
 
 
 def _no_key(item: Any) -> None:
@@ -127,30 +131,25 @@ def _no_key(item: Any) -> None:
 set_builder_code(_no_key, "None")
 
 
-def accumulate(op: AggregateOperation) -> AggregateSupplier:
+def global_accumulate(op: AggregateOperation) -> ProcessorSupplier:
     """Global stage 1: emits ``(None, accumulator)`` when its input completes."""
-    op = require_operation(op, "accumulate()")
-    return AggregateSupplier(AccumulateByKeyP, _no_key, op, label="accumulate")
+    op = require_operation(op, "global_accumulate()")
+    return ProcessorSupplier(AccumulateByKeyP, _no_key, op, label="global_accumulate")
 
 
-def combine(op: AggregateOperation) -> AggregateSupplier:
+def global_combine(op: AggregateOperation) -> ProcessorSupplier:
     """Global stage 2 (parallelism 1): combines stage-1 accumulators, emits the one result."""
-    op = require_operation(op, "combine()")
+    op = require_operation(op, "global_combine()")
     if op.combine is None:
-        raise JetbenchError("combine needs an AggregateOperation with combine")
-    return AggregateSupplier(CombineByKeyP, op, values_only=True, emit_empty=True, label="combine")
+        raise JetbenchError("global_combine needs an AggregateOperation with combine")
+    return ProcessorSupplier(CombineByKeyP, op, values_only=True, emit_empty=True, label="global_combine")
 
 
-def aggregate(op: AggregateOperation) -> AggregateSupplier:
+def global_aggregate(op: AggregateOperation) -> ProcessorSupplier:
     """Global single stage (parallelism 1): emits the one result, ``finish(create())`` if empty."""
-    op = require_operation(op, "aggregate()")
-    return AggregateSupplier(AccumulateByKeyP, _no_key, op, finish=True, values_only=True, emit_empty=True,
-                             label="aggregate")
-
-
-#: the global (non-keyed) suppliers under names that do not clash with ``jetbench.aggregate``
-global_accumulate, global_combine, global_aggregate = accumulate, combine, aggregate
-
+    op = require_operation(op, "global_aggregate()")
+    return ProcessorSupplier(AccumulateByKeyP, _no_key, op, finish=True, values_only=True, emit_empty=True,
+                             label="global_aggregate")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -170,12 +169,12 @@ class AggregateSpec(StageSpec):
     def plan(self, planner: Planner, node: PlanNode) -> None:
         op = self.op
         if op.combine is not None:
-            acc = planner.vertex(f"{node.name}-accumulate", accumulate(op), node.local_parallelism)
+            acc = planner.vertex(f"{node.name}-accumulate", global_accumulate(op), node.local_parallelism)
             planner.connect(node.upstream[0], acc, plain=True)
-            final = planner.vertex(f"{node.name}-combine", combine(op), 1)
+            final = planner.vertex(f"{node.name}-combine", global_combine(op), 1)
             planner.link(acc, final, Routing.ALL_TO_ONE)
         else:
-            final = planner.vertex(node.name, aggregate(op), 1)
+            final = planner.vertex(node.name, global_aggregate(op), 1)
             planner.connect(node.upstream[0], final, routing=Routing.ALL_TO_ONE, plain=True)
         planner.produce(node, Output(final, False))
 
@@ -204,3 +203,59 @@ class GroupAggregateSpec(StageSpec):
             final = planner.vertex(node.name, aggregate_by_key(key_fn, op), lp)
             planner.connect(node.upstream[0], final, routing=Routing.PARTITIONED, key_fn=key_fn, plain=True)
         planner.produce(node, Output(final, False))
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+
+def _kind_of(supplier: Any) -> str | None:
+    """Which of the six aggregation kinds made ``supplier`` (None: another processor)."""
+    if made_by(supplier, AccumulateByKeyP):
+        keyed = supplier.key_fn is not _no_key
+        if supplier.finish:
+            return "aggregate_by_key" if keyed and not supplier.values_only else \
+                "global_aggregate" if not keyed and supplier.values_only else None
+        return "accumulate_by_key" if keyed else "global_accumulate"
+    if made_by(supplier, CombineByKeyP):
+        return "global_combine" if supplier.values_only else "combine_by_key"
+    return None
+
+
+def _aggregation_kind(name: str, label: str, keyed: bool, description: str, **extra: Any) -> Kind:
+    """The kind of the aggregation supplier ``name([key,] op)``; its code is the same call."""
+    make = globals()[name]
+
+    def build(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
+        op = operation(p["op"], value_fn(p, f))
+        return make(f["key"], op) if keyed else make(op)
+
+    def code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
+        op = operation_code(p["op"], value_fn(p, f))
+        return (f"{name}({f['key']}, {op})" if keyed else f"{name}({op})"), \
+            {f"from jetbench.processors import {name}", AGGREGATE_IMPORT}
+
+    def read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+        if _kind_of(supplier) != name:
+            return None
+        params = read_operation(supplier.op, reader)
+        if keyed:
+            params["key"] = reader.code(supplier.key_fn, "key")
+        return params
+
+    return Kind(name, label, "aggregate", True, True, (KEY, OP, VALUE) if keyed else (OP, VALUE), build, code,
+                description, read=read, **extra)
+
+
+BUILDER_KINDS = (
+    _aggregation_kind("aggregate_by_key", "aggregate by key", True, "emits (key, result) when the input completes"),
+    _aggregation_kind("accumulate_by_key", "accumulate by key", True, "stage 1 of two: emits (key, accumulator)"),
+    _aggregation_kind("combine_by_key", "combine by key", False, "stage 2 of two: combines (key, accumulator) pairs"),
+    _aggregation_kind("global_aggregate", "aggregate (global)", False,
+                      "one result over all items, when the input completes", parallelism=1,
+                      check=single_instance("a global aggregate")),
+    _aggregation_kind("global_accumulate", "accumulate (global)", False,
+                      "stage 1 of two: emits (None, accumulator) per instance"),
+    _aggregation_kind("global_combine", "combine (global)", False,
+                      "stage 2 of two: combines the accumulators into the one result", parallelism=1,
+                      check=single_instance("a global combine")),
+)

@@ -10,10 +10,11 @@ from typing import Any, ClassVar
 from ..core.dag import Routing
 from ..core.inbox import Inbox
 from .aggregate_operation import AggregateOperation
+from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
 from .hash_join import _check_keys
 from .planning import Output, Planner, PlanNode, StageSpec
-from .supplier import ProcessorSupplier, set_builder_code
+from .supplier import ProcessorSupplier, made_by, set_builder_code
 
 
 class CoGroupP(EmittingProcessor):
@@ -46,20 +47,10 @@ class CoGroupP(EmittingProcessor):
         return False
 
 
-class CoGroup(ProcessorSupplier):
-    """Supplier of `CoGroupP`; ``left_key`` and ``right_key`` are its params."""
-
-    def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
-        _check_keys("co_group", left_key, right_key)
-        super().__init__(CoGroupP, left_key, right_key, label="co_group")
-
-    def __repr__(self) -> str:
-        return "co_group()"
-
-
-def co_group(left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]) -> CoGroup:
+def co_group(left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]) -> ProcessorSupplier:
     """A vertex supplier grouping two keyed inputs (ordinals 0 and 1) by key, at the end of input."""
-    return CoGroup(left_key, right_key)
+    _check_keys("co_group", left_key, right_key)
+    return ProcessorSupplier(CoGroupP, left_key, right_key, label="co_group()")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -123,3 +114,35 @@ def _co_group_combine(a: tuple[list[Any], list[Any]], b: tuple[list[Any], list[A
 
 #: Tagged items of both sides into ``([left items], [right items])`` per window and key.
 CO_GROUP = AggregateOperation(create=_co_group_create, accumulate=_co_group_accumulate, combine=_co_group_combine)
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, CoGroupP):
+        return None
+    return {"left_key": reader.code(supplier.left_key, "left_key"), "right_key": reader.code(supplier.right_key, "right_key")}
+
+
+def _check(v: dict[str, Any], inbound: list[dict[str, Any]], outbound: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    if v["parallelism"] == 1:
+        return []
+    return [(f"input {e['target_ordinal']} should be partitioned by its key: equal keys must meet in one instance",
+             "warning") for e in inbound if e["routing"] != "partitioned"]
+
+
+def _edge_defaults(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
+    key = p.get("left_key" if ordinal == 0 else "right_key")
+    return {"routing": "partitioned", "key": key} if ordinal in (0, 1) and key else {}
+
+
+BUILDER_KINDS = (
+    Kind("co_group", "co-group", "join", True, True,
+         (Param("left_key", "code", "x", help="key of an item of input 0"),
+          Param("right_key", "code", "x", help="key of an item of input 1")),
+         lambda p, f, ns: co_group(f["left_key"], f["right_key"]),
+         lambda p, f: (f"co_group({f['left_key']}, {f['right_key']})", {"from jetbench.processors.co_group import co_group"}),
+         "emits (key, [left items], [right items]) when both inputs complete", read=_read,
+         in_ports=("left", "right"), edge_defaults=_edge_defaults, check=_check),
+)

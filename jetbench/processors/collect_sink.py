@@ -6,7 +6,8 @@ from typing import Any
 
 from ..core.inbox import Inbox
 from ..core.processor import Processor
-from .supplier import ProcessorSupplier
+from .builder_kind import Kind
+from .supplier import ProcessorSupplier, made_by
 
 
 class CollectSinkP(Processor):
@@ -24,20 +25,18 @@ class CollectSinkP(Processor):
         return self.items
 
 
-class CollectSink(ProcessorSupplier):
-    """Supplier of `CollectSinkP`."""
-
-    def __init__(self) -> None:
-        super().__init__(CollectSinkP, label="collect_sink")
-
-    @staticmethod
-    def merge_results(parts: list[list[Any]]) -> list[Any]:
-        return [x for part in parts for x in part]
-
-    def __repr__(self) -> str:
-        return "collect_sink()"
+def merge_lists(parts: list[list[Any]]) -> list[Any]:
+    """The instances' lists joined, in instance order."""
+    return [x for part in parts for x in part]
 
 
-def collect_sink() -> CollectSink:
+def collect_sink() -> ProcessorSupplier:
     """A sink whose items become ``Job.result`` (a list)."""
-    return CollectSink()
+    return ProcessorSupplier(CollectSinkP, label="collect_sink()", merge_results=merge_lists)
+
+
+BUILDER_KINDS = (
+    Kind("collect", "collect", "sink", True, False, (),
+         lambda p, f, ns: collect_sink(), lambda p, f: ("collect_sink()", {"from jetbench.processors import collect_sink"}),
+         "the job's result is the list of items", read=lambda s, r: {} if made_by(s, CollectSinkP) else None),
+)

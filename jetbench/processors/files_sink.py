@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import os
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..core.inbox import Inbox
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
-from .supplier import ProcessorSupplier
+from .builder_kind import Kind, Param, Reader
+from .supplier import ProcessorSupplier, made_by
 
 
 class FilesSinkP(Processor):
@@ -45,12 +46,24 @@ class FilesSinkP(Processor):
                 file.close()
 
 
-class FilesSink(ProcessorSupplier):
-    """Supplier of `FilesSinkP`; ``directory`` and ``encoding`` are its params."""
+def files_sink(directory: str | os.PathLike[str], encoding: str = "utf-8") -> ProcessorSupplier:
+    """A sink whose instance k writes ``str(item)`` lines to ``directory/part-{k:05d}``."""
+    directory = os.fspath(directory)
+    return ProcessorSupplier(FilesSinkP, directory, encoding, label=f"files_sink({directory!r})")
 
-    def __init__(self, directory: str | os.PathLike[str], encoding: str = "utf-8"):
-        super().__init__(FilesSinkP, os.fspath(directory), encoding, label="files_sink")
 
-    def __repr__(self) -> str:
-        return f"files_sink({self.directory!r})"
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, FilesSinkP):
+        return None
+    return {"directory": supplier.directory, "encoding": supplier.encoding}
 
+
+BUILDER_KINDS = (
+    Kind("files_sink", "write files", "sink", True, False,
+         (Param("directory", "str", "out", help="instance k writes directory/part-0000k, a line per item"),
+          Param("encoding", "str", "utf-8")),
+         lambda p, f, ns: files_sink(p["directory"], p["encoding"]),
+         lambda p, f: (f"files_sink({p['directory']!r}, {p['encoding']!r})",
+                       {"from jetbench.processors.files_sink import files_sink"}),
+         "writes str(item) lines to files", read=_read),
+)

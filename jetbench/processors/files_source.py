@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..core.errors import JetbenchError
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
+from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, made_by
 
 #: Characters of text a file source reads per ``complete()`` call (then it returns).
 FILE_CHUNK_CHARS = 1 << 16
@@ -26,9 +27,11 @@ class FilesSourceP(EmittingProcessor):
 
     is_cooperative = False
 
-    def __init__(self, paths: list[str], encoding: str = "utf-8"):
+    def __init__(self, paths: list[str], encoding: str = "utf-8", glob_pattern: str | None = None):
         self.paths = paths
         self.encoding = encoding
+        #: the glob the paths came from (what the DAG builder shows), if any
+        self.glob_pattern = glob_pattern
         self._mine: list[str] = []
         self._file: TextIO | None = None
 
@@ -67,13 +70,26 @@ def matching_files(glob_pattern: str) -> list[str]:
     return paths
 
 
-class FilesSource(ProcessorSupplier):
-    """Supplier of `FilesSourceP`; the glob is expanded once, here (an error if nothing matches)."""
+def files_source(glob_pattern: str, encoding: str = "utf-8") -> ProcessorSupplier:
+    """A vertex supplier of `FilesSourceP`: the lines of the files matching ``glob_pattern``,
+    expanded once, here (a `JetbenchError` if nothing matches)."""
+    paths = matching_files(glob_pattern)
+    return ProcessorSupplier(FilesSourceP, paths, encoding, glob_pattern,
+                             label=f"files_source({glob_pattern!r}, {len(paths)} files)")
 
-    def __init__(self, glob_pattern: str, encoding: str = "utf-8"):
-        super().__init__(FilesSourceP, matching_files(glob_pattern), encoding, label="files_source")
-        self.glob_pattern = glob_pattern
 
-    def __repr__(self) -> str:
-        return f"files_source({self.glob_pattern!r}, {len(self.paths)} files)"
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, FilesSourceP):
+        return None
+    return {"pattern": supplier.glob_pattern, "encoding": supplier.encoding}
 
+
+BUILDER_KINDS = (
+    Kind("files", "files", "source", False, True,
+         (Param("pattern", "str", "data/*.txt", help="glob of the files to read (lines)"),
+          Param("encoding", "str", "utf-8")),
+         lambda p, f, ns: files_source(p["pattern"], p["encoding"]),
+         lambda p, f: (f"files_source({p['pattern']!r}, {p['encoding']!r})",
+                       {"from jetbench.processors.files_source import files_source"}),
+         "the lines of files matching a glob", read=_read),
+)

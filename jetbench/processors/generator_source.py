@@ -11,8 +11,9 @@ from typing import Any
 from ..core.errors import JetbenchError
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
+from .builder_kind import Kind, Param, Reader, none_if_empty
 from .emitter import EmittingProcessor
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, made_by
 
 
 class GeneratorP(EmittingProcessor):
@@ -84,26 +85,47 @@ class GeneratorP(EmittingProcessor):
         return self._next >= end and not emitter.pending
 
 
-class GeneratorSource(ProcessorSupplier):
-    """Supplier of `GeneratorP`; its params are those of `GeneratorP`."""
+def generator_source(
+    rate_per_s: float,
+    item_fn: Callable[[int], Any] | None = None,
+    timestamped: bool = True,
+    count: int | None = None,
+) -> ProcessorSupplier:
+    """A vertex supplier of `GeneratorP`: ``item_fn(seq)`` at ``rate_per_s`` items per second
+    over all instances, ``count`` of them in all (None: unbounded).
 
-    def __init__(
-        self,
-        rate_per_s: float,
-        item_fn: Callable[[int], Any] | None = None,
-        timestamped: bool = True,
-        count: int | None = None,
-    ):
-        if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, int | float) or not rate_per_s > 0:
-            raise JetbenchError(f"generator: rate_per_s must be a number > 0, got {rate_per_s!r}")
-        if math.isinf(rate_per_s):
-            raise JetbenchError("generator: rate_per_s must be finite")
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-            raise JetbenchError(f"generator: count must be None or an int >= 0, got {count!r}")
-        if item_fn is not None and not callable(item_fn):
-            raise JetbenchError(f"generator: item_fn must be callable, got {item_fn!r}")
-        super().__init__(GeneratorP, rate_per_s, item_fn, timestamped, count, label="generator")
+    >>> generator_source(1000, count=10)
+    generator(1000/s, count=10)
+    """
+    if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, int | float) or not rate_per_s > 0:
+        raise JetbenchError(f"generator: rate_per_s must be a number > 0, got {rate_per_s!r}")
+    if math.isinf(rate_per_s):
+        raise JetbenchError("generator: rate_per_s must be finite")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise JetbenchError(f"generator: count must be None or an int >= 0, got {count!r}")
+    if item_fn is not None and not callable(item_fn):
+        raise JetbenchError(f"generator: item_fn must be callable, got {item_fn!r}")
+    return ProcessorSupplier(GeneratorP, rate_per_s, item_fn, timestamped, count,
+                             label=f"generator({rate_per_s:g}/s, count={count})")
 
-    def __repr__(self) -> str:
-        return f"generator({self.rate_per_s:g}/s, count={self.count})"
 
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, GeneratorP):
+        return None
+    return {"rate_per_s": float(supplier.rate_per_s), "count": supplier.count,
+            "timestamped": bool(supplier.timestamped), "item_fn": reader.optional(supplier.item_fn, "item_fn", ("s",))}
+
+
+BUILDER_KINDS = (
+    Kind("generator", "generator", "source", False, True,
+         (Param("rate_per_s", "float", 1000.0, minimum=0, strict=True, help="items per second over all instances"),
+          Param("count", "int", 1000, optional=True, minimum=0, help="total items (empty: never ends)"),
+          Param("timestamped", "bool", False, help="emit (ts, item) pairs"),
+          Param("item_fn", "code", "", args=("s",), optional=True, help="item for sequence number s (empty: s)")),
+         lambda p, f, ns: generator_source(p["rate_per_s"], f.get("item_fn"), p["timestamped"],
+                                           none_if_empty(p["count"])),
+         lambda p, f: (f"generator_source({p['rate_per_s']!r}, {f.get('item_fn')}, {p['timestamped']!r}, "
+                       f"{none_if_empty(p['count'])!r})",
+                       {"from jetbench.processors.generator_source import generator_source"}),
+         "items at a rate on the wall clock", read=_read),
+)

@@ -10,9 +10,10 @@ from typing import Any, ClassVar
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
+from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, made_by
 
 JOIN_KINDS = ("inner", "left")
 
@@ -80,23 +81,6 @@ class HashJoinP(EmittingProcessor):
         return self._emitter.flush()
 
 
-class HashJoin(ProcessorSupplier):
-    """Supplier of `HashJoinP`; ``left_key``, ``right_key``, ``how`` and ``timestamped`` are its params."""
-
-    def __init__(
-        self,
-        left_key: Callable[[Any], Hashable],
-        right_key: Callable[[Any], Hashable],
-        how: str = "inner",
-        timestamped: bool = False,
-    ):
-        _check_keys("hash_join", left_key, right_key)
-        _check_how(how)
-        super().__init__(HashJoinP, left_key, right_key, how, timestamped, label="hash_join")
-
-    def __repr__(self) -> str:
-        return f"hash_join(how={self.how!r})"
-
 def _check_keys(what: str, left_key: Any, right_key: Any) -> None:
     for name, fn in (("left_key", left_key), ("right_key", right_key)):
         if not callable(fn):
@@ -113,10 +97,11 @@ def hash_join(
     right_key: Callable[[Any], Hashable],
     how: str = "inner",
     timestamped: bool = False,
-) -> HashJoin:
+) -> ProcessorSupplier:
     """A vertex supplier joining probe items (ordinal 0) against a build side (ordinal 1)."""
-    return HashJoin(left_key, right_key, how, timestamped)
-
+    _check_keys("hash_join", left_key, right_key)
+    _check_how(how)
+    return ProcessorSupplier(HashJoinP, left_key, right_key, how, timestamped, label=f"hash_join(how={how!r})")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -143,3 +128,45 @@ class HashJoinSpec(StageSpec):
         planner.connect(left, vertex, ordinal=0)
         planner.connect(right, vertex, ordinal=1, routing=Routing.BROADCAST, priority=-1, plain=True)
         planner.produce(node, Output(vertex, timestamped))
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, HashJoinP):
+        return None
+    return {"left_key": reader.code(supplier.left_key, "left_key"), "right_key": reader.code(supplier.right_key, "right_key"),
+            "how": supplier.how, "timestamped": bool(supplier.timestamped)}
+
+
+def _check(v: dict[str, Any], inbound: list[dict[str, Any]], outbound: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    found = []
+    probe = [e for e in inbound if e["target_ordinal"] == 0]
+    build = [e for e in inbound if e["target_ordinal"] == 1]
+    for e in build:
+        if e["routing"] != "broadcast" and v["parallelism"] != 1:
+            found.append(("the build side (input 1) should be broadcast: every instance needs all of it", "warning"))
+        if any(isinstance(p["priority"], int) and isinstance(e["priority"], int) and e["priority"] >= p["priority"]
+               for p in probe):
+            found.append(("the build side (input 1) should have a lower priority value than the probe side "
+                          "(input 0), so it is loaded first", "warning"))
+    return found
+
+
+def _edge_defaults(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
+    return {"routing": "broadcast", "priority": -1} if ordinal == 1 else {}
+
+
+BUILDER_KINDS = (
+    Kind("hash_join", "hash join", "join", True, True,
+         (Param("left_key", "code", "x", help="key of a probe item (input 0)"),
+          Param("right_key", "code", "x", help="key of a build item (input 1)"),
+          Param("how", "choice", "inner", choices=JOIN_KINDS, help="left: also (item, None) without match"),
+          Param("timestamped", "bool", False, help="probe items are (ts, item) pairs")),
+         lambda p, f, ns: hash_join(f["left_key"], f["right_key"], p["how"], p["timestamped"]),
+         lambda p, f: (f"hash_join({f['left_key']}, {f['right_key']}, {p['how']!r}, {p['timestamped']!r})",
+                       {"from jetbench.processors.hash_join import hash_join"}),
+         "emits (probe item, build item) per key match; the build side is loaded first", read=_read,
+         in_ports=("probe", "build"), edge_defaults=_edge_defaults, check=_check),
+)

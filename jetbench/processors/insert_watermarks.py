@@ -50,9 +50,10 @@ from ..core.inbox import Inbox
 from ..core.items import IDLE_MESSAGE, Watermark
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
+from .builder_kind import Kind, Param, Reader, none_if_empty
 from .emitter import Emitter
 from .planning import Output, Planner, PlanNode, StageSpec
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, made_by
 
 _first = itemgetter(0)
 
@@ -211,35 +212,19 @@ def _check_args(ts_fn: Any, allowed_lag: Any, throttle_frame: Any) -> None:
         )
 
 
-class InsertWatermarks(ProcessorSupplier):
-    """Supplier of `InsertWatermarksP`; its params are those of `InsertWatermarksP`."""
-
-    def __init__(
-        self,
-        ts_fn: Callable[[Any], int | float] | None,
-        allowed_lag: int | float,
-        throttle_frame: int,
-        idle_timeout_ms: int | float | None,
-    ):
-        _check_args(ts_fn, allowed_lag, throttle_frame)
-        super().__init__(InsertWatermarksP, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms,
-                         label="insert_watermarks")
-
-    def __repr__(self) -> str:
-        return f"insert_watermarks(lag={self.allowed_lag}, frame={self.throttle_frame})"
-
-
 def insert_watermarks(
     ts_fn: Callable[[Any], int | float] | None,
     allowed_lag: int | float = 0,
     throttle_frame: int = 1000,
     idle_timeout_ms: int | float | None = 60_000,
-) -> InsertWatermarks:
+) -> ProcessorSupplier:
     """A vertex supplier emitting ``(ts, item)`` pairs and limiting-lag watermarks.
 
     ``ts_fn=None``: the input already consists of ``(ts, item)`` pairs.
     """
-    return InsertWatermarks(ts_fn, allowed_lag, throttle_frame, idle_timeout_ms)
+    _check_args(ts_fn, allowed_lag, throttle_frame)
+    return ProcessorSupplier(InsertWatermarksP, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms,
+                             label=f"insert_watermarks(lag={allowed_lag}, frame={throttle_frame})")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -268,3 +253,33 @@ class TimestampsSpec(StageSpec):
         isolated = up_lp is None and lp is None or (up_lp is not None and lp is not None and lp >= up_lp)
         planner.connect(up, vertex, routing=Routing.ISOLATED if isolated else Routing.UNICAST, plain=True)
         planner.produce(node, Output(vertex, True))
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, InsertWatermarksP):
+        return None
+    idle = supplier.idle_timeout_ms
+    return {"ts": reader.optional(supplier.ts_fn, "ts"), "allowed_lag": supplier.allowed_lag,
+            "throttle_frame": supplier.throttle_frame, "idle_timeout_ms": "" if idle is None else idle}
+
+
+def _code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
+    idle = "" if p.get("idle_timeout_ms") == 60_000 else f", {none_if_empty(p.get('idle_timeout_ms'))!r}"
+    return (f"insert_watermarks({f.get('ts')}, {p['allowed_lag']!r}, {p['throttle_frame']!r}{idle})",
+            {"from jetbench.processors.insert_watermarks import insert_watermarks"})
+
+
+BUILDER_KINDS = (
+    Kind("insert_watermarks", "insert watermarks", "window", True, True,
+         (Param("ts", "code", "", optional=True, help="event time (ms) of x (empty: x is a (ts, item) pair)"),
+          Param("allowed_lag", "float", 0.0, minimum=0, help="ms"),
+          Param("throttle_frame", "int", 1000, minimum=0, strict=True, help="ms"),
+          Param("idle_timeout_ms", "float", 60_000.0, optional=True,
+                help="ms without items before the input counts as idle (empty: never)")),
+         lambda p, f, ns: insert_watermarks(f.get("ts"), p["allowed_lag"], p["throttle_frame"],
+                                            none_if_empty(p.get("idle_timeout_ms"))),
+         _code, "timestamps items and emits watermarks", read=_read),
+)

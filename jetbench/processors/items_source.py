@@ -1,4 +1,4 @@
-"""Source processors: they have no inbound edges and emit from ``complete()``."""
+"""The items source: emits the items of an iterable (a sequence is split over the instances)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
+from .builder_kind import Kind, Param, Reader, eval_expr
 from .emitter import EmittingProcessor
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, made_by
 
 
 class ItemsSourceP(EmittingProcessor):
@@ -34,8 +35,8 @@ class ItemsSourceP(EmittingProcessor):
         return self._emitter.emit_from(self._iterator)
 
 
-class ItemsSource(ProcessorSupplier):
-    """Supplier of `ItemsSourceP` over one iterable (its param ``items``).
+def items_source(items: Iterable[Any]) -> ProcessorSupplier:
+    """A vertex supplier that emits ``items`` (a sequence is split over instances).
 
     >>> from jetbench import DAG, Edge, ExecutionService
     >>> from jetbench.processors import collect_sink
@@ -45,14 +46,19 @@ class ItemsSource(ProcessorSupplier):
     >>> ExecutionService().run(dag)
     ['a', 'b', 'c']
     """
-
-    def __init__(self, items: Iterable[Any]):
-        super().__init__(ItemsSourceP, items, label="items_source")
-
-    def __repr__(self) -> str:
-        return f"items_source({type(self.items).__name__})"
+    return ProcessorSupplier(ItemsSourceP, items, label=f"items_source({type(items).__name__})")
 
 
-def items_source(items: Iterable[Any]) -> ItemsSource:
-    """A vertex supplier that emits ``items`` (a sequence is split over instances)."""
-    return ItemsSource(items)
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, ItemsSourceP):
+        return None
+    return {"items": reader.literal(supplier.items, "items")}
+
+
+BUILDER_KINDS = (
+    Kind("items", "items", "source", False, True,
+         (Param("items", "expr", "range(10)", help="a Python expression giving the items (evaluated at run)"),),
+         lambda p, f, ns: items_source(eval_expr(p["items"], ns, "items")),
+         lambda p, f: (f"items_source({p['items'].strip()})", {"from jetbench.processors import items_source"}),
+         "emits the items of an iterable", read=_read),
+)

@@ -13,7 +13,8 @@ from typing import Any
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.processor import Processor
-from .supplier import ProcessorSupplier
+from .builder_kind import Kind, Param, Reader
+from .supplier import ProcessorSupplier, made_by
 
 #: Latency samples a `LatencySinkP` keeps before it switches to reservoir sampling.
 LATENCY_SAMPLE_LIMIT = 1_000_000
@@ -61,20 +62,12 @@ class LatencySinkP(Processor):
         return self.count, self.total, self.max, self.samples
 
 
-class LatencySink(ProcessorSupplier):
-    """Supplier of `LatencySinkP`; merges the instances into one summary dict (see `summarize_latency`)."""
-
-    def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT):
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise JetbenchError(f"latency sink: limit must be an int >= 1, got {limit!r}")
-        super().__init__(LatencySinkP, limit, label="latency_sink")
-
-    @staticmethod
-    def merge_results(parts: list[tuple[int, float, float, list[float]]]) -> dict[str, Any]:
-        return summarize_latency(parts)
-
-    def __repr__(self) -> str:
-        return "latency_sink()"
+def latency_sink(limit: int = LATENCY_SAMPLE_LIMIT) -> ProcessorSupplier:
+    """A sink of ``(ts, item)`` events whose result is their end-to-end latency (one summary dict
+    over all instances, see `summarize_latency`); ``limit`` samples are kept per instance."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise JetbenchError(f"latency sink: limit must be an int >= 1, got {limit!r}")
+    return ProcessorSupplier(LatencySinkP, limit, label="latency_sink()", merge_results=summarize_latency)
 
 
 _PERCENTILES = (("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99), ("p999_ms", 0.999))
@@ -113,3 +106,17 @@ def summarize_latency(parts: list[tuple[int, float, float, list[float]]]) -> dic
         i = bisect_left(cumulative, q * total * (1 - 1e-12))
         summary[name] = values[min(i, len(values) - 1)]
     return summary
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    return {"limit": supplier.limit} if made_by(supplier, LatencySinkP) else None
+
+
+BUILDER_KINDS = (
+    Kind("latency", "latency", "sink", True, False,
+         (Param("limit", "int", LATENCY_SAMPLE_LIMIT, minimum=1, help="samples kept for the percentiles"),),
+         lambda p, f, ns: latency_sink(p["limit"]),
+         lambda p, f: ("latency_sink()" if p["limit"] == LATENCY_SAMPLE_LIMIT else f"latency_sink({p['limit']!r})",
+                       {"from jetbench.processors.latency_sink import latency_sink"}),
+         "(ts, item) items; the job's result is end-to-end latency percentiles", read=_read),
+)

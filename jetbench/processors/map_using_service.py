@@ -15,9 +15,10 @@ from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
+from .builder_kind import TIMESTAMPED, Kind, Param, Reader
 from .emitter import EmittingProcessor
 from .planning import Planner, PlanNode, StageSpec, plan_unary
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, made_by
 
 
 def _close_service(service: Any) -> Any:
@@ -73,24 +74,13 @@ def _check_service(label: str, service_factory: Any, fn: Any) -> None:
         raise JetbenchError(f"{label}: the mapping function must be callable, got {fn!r}")
 
 
-class MapUsingService(ProcessorSupplier):
-    """Supplier of `MapUsingServiceP`; ``service_factory``, ``fn`` and ``timestamped`` are its params."""
-
-    def __init__(self, service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any], timestamped: bool = False):
-        _check_service("map_using_service", service_factory, fn)
-        super().__init__(MapUsingServiceP, service_factory, fn, timestamped, label="map_using_service")
-
-    def __repr__(self) -> str:
-        return f"{self.label}({getattr(self.fn, '__name__', self.fn)})"
-
-
 def map_using_service(
     service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any], timestamped: bool = False
-) -> MapUsingService:
+) -> ProcessorSupplier:
     """A vertex supplier emitting ``fn(service, item)``, with one service per instance."""
-    return MapUsingService(service_factory, fn, timestamped)
-
-
+    _check_service("map_using_service", service_factory, fn)
+    return ProcessorSupplier(MapUsingServiceP, service_factory, fn, timestamped,
+                             label=f"map_using_service({getattr(fn, '__name__', fn)})")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -106,3 +96,29 @@ class MapUsingServiceSpec(StageSpec):
 
     def plan(self, planner: Planner, node: PlanNode) -> None:
         plan_unary(planner, node, lambda ts: map_using_service(self.service_factory, self.fn, timestamped=ts))
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+#: the service parameter of the service kinds
+SERVICE = Param("service", "code", "dict()", args=(),
+                help="makes the service, once per instance: an expression, or a function body")
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, MapUsingServiceP):
+        return None
+    return {"service": reader.code(supplier.service_factory, "service", ()),
+            "fn": reader.code(supplier.fn, "fn", ("service", "x")), "timestamped": bool(supplier.timestamped)}
+
+
+BUILDER_KINDS = (
+    Kind("map_using_service", "map using service", "transform", True, True,
+         (SERVICE,
+          Param("fn", "code", "x", args=("service", "x"), help="the new item, from the service and x (may block)"),
+          TIMESTAMPED),
+         lambda p, f, ns: map_using_service(f["service"], f["fn"], p["timestamped"]),
+         lambda p, f: (f"map_using_service({f['service']}, {f['fn']}, {p['timestamped']!r})",
+                       {"from jetbench.processors.map_using_service import map_using_service"}),
+         "fn(service, x) on a thread of its own (blocking calls allowed)", read=_read),
+)

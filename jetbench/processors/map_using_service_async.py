@@ -22,10 +22,11 @@ from ..core.inbox import Inbox
 from ..core.items import Watermark
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
+from .builder_kind import TIMESTAMPED, Kind, Param, Reader
 from .emitter import EmittingProcessor
-from .map_using_service import _check_service, _close_service
+from .map_using_service import SERVICE, _check_service, _close_service
 from .planning import Planner, PlanNode, StageSpec, plan_unary
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, made_by
 
 #: Seconds `AsyncMapP.close` waits for its event loop to cancel the calls in flight and stop.
 ASYNC_SHUTDOWN_TIMEOUT_S = 5.0
@@ -201,43 +202,21 @@ class AsyncMapP(EmittingProcessor):
             await asyncio.get_running_loop().shutdown_asyncgens()
 
 
-class MapUsingServiceAsync(ProcessorSupplier):
-    """Supplier of `AsyncMapP`; its params are those of `AsyncMapP` (``fn`` is ``async_fn``)."""
-
-    def __init__(
-        self,
-        service_factory: Callable[[], Any],
-        async_fn: Callable[[Any, Any], Coroutine[Any, Any, Any]],
-        max_concurrent: int = 16,
-        preserve_order: bool = True,
-        timestamped: bool = False,
-    ):
-        label = "map_using_service_async"
-        _check_service(label, service_factory, async_fn)
-        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
-            raise JetbenchError(f"{label}: max_concurrent must be an int >= 1, got {max_concurrent!r}")
-        super().__init__(AsyncMapP, service_factory, async_fn, max_concurrent, preserve_order, timestamped,
-                         label=label)
-
-    @property
-    def fn(self) -> Callable[[Any, Any], Coroutine[Any, Any, Any]]:
-        fn: Callable[[Any, Any], Coroutine[Any, Any, Any]] = self.params["async_fn"]
-        return fn
-
-    def __repr__(self) -> str:
-        return f"{self.label}({getattr(self.fn, '__name__', self.fn)})"
-
-
 def map_using_service_async(
     service_factory: Callable[[], Any],
     async_fn: Callable[[Any, Any], Coroutine[Any, Any, Any]],
     max_concurrent: int = 16,
     preserve_order: bool = True,
     timestamped: bool = False,
-) -> MapUsingServiceAsync:
+) -> ProcessorSupplier:
     """A vertex supplier emitting ``await async_fn(service, item)``, up to ``max_concurrent``
     calls in flight per instance, in input order unless ``preserve_order=False``."""
-    return MapUsingServiceAsync(service_factory, async_fn, max_concurrent, preserve_order, timestamped)
+    label = "map_using_service_async"
+    _check_service(label, service_factory, async_fn)
+    if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+        raise JetbenchError(f"{label}: max_concurrent must be an int >= 1, got {max_concurrent!r}")
+    return ProcessorSupplier(AsyncMapP, service_factory, async_fn, max_concurrent, preserve_order, timestamped,
+                             label=f"{label}({getattr(async_fn, '__name__', async_fn)})")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -256,3 +235,32 @@ class MapUsingServiceAsyncSpec(StageSpec):
     def plan(self, planner: Planner, node: PlanNode) -> None:
         plan_unary(planner, node, lambda ts: map_using_service_async(
             self.service_factory, self.fn, max_concurrent=self.max_concurrent, timestamped=ts))
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, AsyncMapP):
+        return None
+    return {"service": reader.code(supplier.service_factory, "service", ()),
+            "fn": reader.code(supplier.async_fn, "fn", ("service", "x"), asynchronous=True),
+            "max_concurrent": supplier.max_concurrent, "preserve_order": bool(supplier.preserve_order),
+            "timestamped": bool(supplier.timestamped)}
+
+
+BUILDER_KINDS = (
+    Kind("map_using_service_async", "map using async service", "transform", True, True,
+         (SERVICE,
+          Param("fn", "code", "x", args=("service", "x"), asynchronous=True,
+                help="the body of an async function of service and x (use await), or an expression"),
+          Param("max_concurrent", "int", 16, minimum=1, help="calls in flight per instance"),
+          Param("preserve_order", "bool", True, help="results in input order (else as they finish)"),
+          TIMESTAMPED),
+         lambda p, f, ns: map_using_service_async(f["service"], f["fn"], p["max_concurrent"], p["preserve_order"],
+                                                  p["timestamped"]),
+         lambda p, f: (f"map_using_service_async({f['service']}, {f['fn']}, {p['max_concurrent']!r}, "
+                       f"{p['preserve_order']!r}, {p['timestamped']!r})",
+                       {"from jetbench.processors.map_using_service_async import map_using_service_async"}),
+         "await fn(service, x), several calls in flight, on an asyncio loop", read=_read),
+)

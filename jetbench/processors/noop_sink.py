@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..core.inbox import Inbox
 from ..core.processor import Processor
+from .builder_kind import Kind
 
 
 class NoopSinkP(Processor):
@@ -16,3 +17,10 @@ class NoopSinkP(Processor):
 def noop_sink() -> type[NoopSinkP]:
     """A sink that discards its input."""
     return NoopSinkP
+
+
+BUILDER_KINDS = (
+    Kind("noop", "discard", "sink", True, False, (),
+         lambda p, f, ns: noop_sink(), lambda p, f: ("noop_sink()", {"from jetbench.processors import noop_sink"}),
+         "discards items", read=lambda s, r: {} if s is NoopSinkP else None),
+)

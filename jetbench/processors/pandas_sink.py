@@ -1,30 +1,38 @@
-"""The pandas sink: the job's result is a ``pandas.DataFrame`` of all items.
-"""
+"""The pandas sink: the job's result is a ``pandas.DataFrame`` of all items."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .collect_sink import CollectSink, CollectSinkP
-from .supplier import ProcessorSupplier
+from .builder_kind import Kind
+from .collect_sink import CollectSinkP, merge_lists
+from .supplier import ProcessorSupplier, made_by
 
 
-class PandasSink(ProcessorSupplier):
-    """Supplier of a `CollectSinkP` whose merged items become a ``pandas.DataFrame`` at job end.
+class PandasSinkP(CollectSinkP):
+    """Collects every item, like `CollectSinkP`; its supplier merges them into a DataFrame."""
+
+
+def merge_frame(parts: list[list[Any]]) -> Any:
+    """The instances' items as one ``pandas.DataFrame``."""
+    import pandas as pd
+
+    return pd.DataFrame(merge_lists(parts))
+
+
+def pandas_sink() -> ProcessorSupplier:
+    """A sink whose items become a ``pandas.DataFrame``, the job's result, at job end.
 
     Named tuples, dataclasses and dicts give one column per field; other items go through
     ``pandas.DataFrame(items)`` as they are.
     """
+    return ProcessorSupplier(PandasSinkP, label="pandas_sink()", merge_results=merge_frame)
 
-    def __init__(self) -> None:
-        super().__init__(CollectSinkP, label="pandas_sink")
 
-    @staticmethod
-    def merge_results(parts: list[list[Any]]) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame(CollectSink.merge_results(parts))
-
-    def __repr__(self) -> str:
-        return "pandas_sink()"
-
+BUILDER_KINDS = (
+    Kind("pandas", "pandas DataFrame", "sink", True, False, (),
+         lambda p, f, ns: pandas_sink(),
+         lambda p, f: ("pandas_sink()", {"from jetbench.processors.pandas_sink import pandas_sink"}),
+         "the job's result is a pandas DataFrame of the items", read=lambda s, r: {} if made_by(s, PandasSinkP) else None,
+         requires=("pandas",)),
+)

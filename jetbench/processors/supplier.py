@@ -86,6 +86,11 @@ def supplier(processor: Callable[..., Any], /, *args: Any, label: str | None = N
     return ProcessorSupplier(processor, *args, label=label, merge_results=merge_results, **kwargs)
 
 
+def made_by(supplier: Any, processor: Any) -> bool:
+    """True if ``supplier`` is a `ProcessorSupplier` of ``processor`` (a class or factory)."""
+    return isinstance(supplier, ProcessorSupplier) and supplier.processor is processor
+
+
 def set_builder_code(fn: Callable[..., Any], code: str) -> None:
     """Give ``fn`` the text the DAG builder shows for it, its ``__jetbench_code__`` (``"x[0]"``)."""
     setattr(fn, _BUILDER_CODE, code)
@@ -94,4 +99,4 @@ def set_builder_code(fn: Callable[..., Any], code: str) -> None:
 _BUILDER_CODE = "__jetbench_code__"
 
 
-__all__ = ["ProcessorSupplier", "set_builder_code", "supplier"]
+__all__ = ["ProcessorSupplier", "made_by", "set_builder_code", "supplier"]

@@ -7,30 +7,55 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..core.errors import JetbenchError
+from .builder_kind import Kind, Param, Reader, eval_expr
 from .items_source import ItemsSourceP
+from .supplier import ProcessorSupplier, made_by
 
 
-class TestStreamSource:
-    """Supplier emitting scripted ``(timestamp, item)`` events in order, from instance 0 only."""
+class TestStreamP(ItemsSourceP):
+    """Emits scripted ``(timestamp, item)`` events in order, from global instance 0 only (the
+    events go in as an iterator, which `ItemsSourceP` reads from one instance)."""
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, events: Iterable[tuple[float, Any]]):
-        checked = []
-        for i, event in enumerate(events):
-            try:
-                ts, item = event
-            except (TypeError, ValueError):
-                raise JetbenchError(f"test_stream: event {i} must be a (timestamp, item) pair, got {event!r}") from None
-            if isinstance(ts, bool) or not isinstance(ts, int | float):
-                raise JetbenchError(f"test_stream: event {i} has a non-numeric timestamp {ts!r}")
-            checked.append((ts, item))
-        self.events = tuple(checked)
+    def __init__(self, events: tuple[tuple[float, Any], ...]):
+        super().__init__(iter(events))
+        self.events = events
 
-    def __call__(self) -> ItemsSourceP:
-        # an iterator (not a sequence) is read by global instance 0 alone
-        return ItemsSourceP(iter(self.events))
 
-    def __repr__(self) -> str:
-        return f"test_stream({len(self.events)} events)"
+def test_stream_source(events: Iterable[tuple[float, Any]]) -> ProcessorSupplier:
+    """A vertex supplier emitting scripted ``(timestamp, item)`` events in the given order.
 
+    >>> test_stream_source([(0, "a"), (5, "b")])
+    test_stream(2 events)
+    """
+    checked = []
+    for i, event in enumerate(events):
+        try:
+            ts, item = event
+        except (TypeError, ValueError):
+            raise JetbenchError(f"test_stream: event {i} must be a (timestamp, item) pair, got {event!r}") from None
+        if isinstance(ts, bool) or not isinstance(ts, int | float):
+            raise JetbenchError(f"test_stream: event {i} has a non-numeric timestamp {ts!r}")
+        checked.append((ts, item))
+    return ProcessorSupplier(TestStreamP, tuple(checked), label=f"test_stream({len(checked)} events)")
+
+
+test_stream_source.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, TestStreamP):
+        return None
+    return {"events": reader.literal(list(supplier.events), "events")}
+
+
+BUILDER_KINDS = (
+    Kind("test_stream", "test stream", "source", False, True,
+         (Param("events", "expr", "[(0, 'a'), (400, 'b'), (1200, 'c')]",
+                help="(timestamp ms, item) pairs, emitted in this order (evaluated at run)"),),
+         lambda p, f, ns: test_stream_source(eval_expr(p["events"], ns, "events")),
+         lambda p, f: (f"test_stream_source({p['events'].strip()})",
+                       {"from jetbench.processors.test_stream_source import test_stream_source"}),
+         "scripted (ts, item) events from one instance; follow with insert watermarks", read=_read),
+)

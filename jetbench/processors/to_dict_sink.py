@@ -8,7 +8,8 @@ from typing import Any
 from ..core.inbox import Inbox
 from ..core.plan import merge_parts
 from ..core.processor import Processor
-from .supplier import ProcessorSupplier
+from .builder_kind import Kind
+from .supplier import ProcessorSupplier, made_by
 
 
 class ToDictSinkP(Processor):
@@ -26,15 +27,15 @@ class ToDictSinkP(Processor):
         return self.result
 
 
-class ToDictSink(ProcessorSupplier):
-    """Supplier of `ToDictSinkP`; the job's result is one dict (instances merged in index order)."""
+def to_dict_sink() -> ProcessorSupplier:
+    """A sink of ``(key, value)`` pairs whose result is one dict (instances merged in index
+    order, so a later instance's value for a key wins)."""
+    return ProcessorSupplier(ToDictSinkP, label="to_dict_sink()", merge_results=merge_parts)
 
-    def __init__(self) -> None:
-        super().__init__(ToDictSinkP, label="to_dict_sink")
 
-    #: the dicts of the instances merged in index order
-    merge_results = staticmethod(merge_parts)
-
-    def __repr__(self) -> str:
-        return "to_dict_sink()"
-
+BUILDER_KINDS = (
+    Kind("to_dict", "to dict", "sink", True, False, (),
+         lambda p, f, ns: to_dict_sink(),
+         lambda p, f: ("to_dict_sink()", {"from jetbench.processors.to_dict_sink import to_dict_sink"}),
+         "(key, value) items; the job's result is a dict", read=lambda s, r: {} if made_by(s, ToDictSinkP) else None),
+)

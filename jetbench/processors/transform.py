@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..core.errors import BATCH, GENERATED_FILE_PREFIX, ITEM, note_failing_item
+from ..core.errors import BATCH, GENERATED_FILE_PREFIX, ITEM, JetbenchError, note_failing_item
 from ..core.inbox import Inbox
+from .builder_kind import Kind, Param, Read, Reader, parse_steps, steps_text
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec
-from .supplier import ProcessorSupplier
+from .supplier import ProcessorSupplier, made_by
 
 MAP, FILTER, FLAT_MAP = "map", "filter", "flat_map"
 
@@ -205,34 +206,26 @@ class TransformP(EmittingProcessor):
         return self._emitter.flush()
 
 
-class TransformSupplier(ProcessorSupplier):
-    """Supplier of `TransformP`; its param ``transform`` is public so planners can fuse suppliers."""
-
-    def __init__(self, transform: Transform):
-        super().__init__(TransformP, transform, label="transform")
-
-    def __repr__(self) -> str:
-        return repr(self.transform)
-
-
-def transform_processor(transform: Transform) -> TransformSupplier:
+def transform_processor(transform: Transform) -> ProcessorSupplier:
     """A vertex supplier running a (possibly fused) `Transform`."""
-    return TransformSupplier(transform)
+    if not isinstance(transform, Transform):
+        raise JetbenchError(f"transform_processor() takes a Transform, got {transform!r}")
+    return ProcessorSupplier(TransformP, transform, label=repr(transform))
 
 
-def map_processor(fn: Callable[[Any], Any]) -> TransformSupplier:
+def map_processor(fn: Callable[[Any], Any]) -> ProcessorSupplier:
     """A vertex supplier applying ``fn`` to every item."""
-    return TransformSupplier(Transform().map(fn))
+    return transform_processor(Transform().map(fn))
 
 
-def filter_processor(fn: Callable[[Any], Any]) -> TransformSupplier:
+def filter_processor(fn: Callable[[Any], Any]) -> ProcessorSupplier:
     """A vertex supplier keeping the items for which ``fn`` is truthy."""
-    return TransformSupplier(Transform().filter(fn))
+    return transform_processor(Transform().filter(fn))
 
 
-def flat_map_processor(fn: Callable[[Any], Iterable[Any]]) -> TransformSupplier:
+def flat_map_processor(fn: Callable[[Any], Iterable[Any]]) -> ProcessorSupplier:
     """A vertex supplier emitting every item of ``fn(item)``."""
-    return TransformSupplier(Transform().flat_map(fn))
+    return transform_processor(Transform().flat_map(fn))
 
 
 class Peek:
@@ -334,3 +327,75 @@ class MergeSpec(StageSpec):
         for ordinal, up in enumerate(node.upstream):
             planner.connect(up, vertex, ordinal=ordinal)
         planner.produce(node, Output(vertex, timestamped))
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+
+def _read_step(step: str) -> Read:
+    """The read-back of the one-step kind ``step``: a transform of that single step on plain items."""
+
+    def read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+        if not made_by(supplier, TransformP):
+            return None
+        t: Transform = supplier.transform
+        if len(t.steps) != 1 or t.steps[0][0] != step or t.timestamped:
+            return None
+        return {"fn": reader.code(t.steps[0][1], f"step 1 ({step})")}
+
+    return read
+
+
+def _read_chain(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, TransformP):
+        return None
+    t: Transform = supplier.transform
+    steps = [(step, reader.code(fn, f"step {i + 1} ({step})")) for i, (step, fn) in enumerate(t.steps)]
+    return {"steps": steps_text(steps), "timestamped": t.timestamped, "keep_timestamps": t.keep_timestamps}
+
+
+def _chain(p: dict[str, Any], f: dict[str, Any]) -> Transform:
+    steps = parse_steps(p["steps"] or "")
+    return Transform(tuple((kind, fn) for (kind, _), fn in zip(steps, f["steps"], strict=True)), p["timestamped"],
+                     p["keep_timestamps"])
+
+
+def _chain_code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
+    steps = parse_steps(p["steps"] or "")
+    flags = []
+    if p["timestamped"]:
+        flags.append("timestamped=True")
+    if not p["keep_timestamps"]:
+        flags.append("keep_timestamps=False")
+    chain = "".join(f".{kind}({fn})" for (kind, _), fn in zip(steps, f["steps"], strict=True))
+    return (f"transform_processor(Transform({', '.join(flags)}){chain})",
+            {"from jetbench.processors import Transform, transform_processor"})
+
+
+_IMPORT = "from jetbench.processors import "
+
+BUILDER_KINDS = (
+    Kind("map", "map", "transform", True, True,
+         (Param("fn", "code", "x", help="the new item: an expression in x, or a function body"),),
+         lambda p, f, ns: map_processor(f["fn"]),
+         lambda p, f: (f"map_processor({f['fn']})", {_IMPORT + "map_processor"}), "one item out per item in",
+         read=_read_step(MAP)),
+    Kind("filter", "filter", "transform", True, True,
+         (Param("fn", "code", "True", help="keep the item when true: an expression in x, or a function body"),),
+         lambda p, f, ns: filter_processor(f["fn"]),
+         lambda p, f: (f"filter_processor({f['fn']})", {_IMPORT + "filter_processor"}), "keeps matching items",
+         read=_read_step(FILTER)),
+    Kind("flat_map", "flat_map", "transform", True, True,
+         (Param("fn", "code", "[x]", help="an iterable of items: an expression in x, or a function body"),),
+         lambda p, f, ns: flat_map_processor(f["fn"]),
+         lambda p, f: (f"flat_map_processor({f['fn']})", {_IMPORT + "flat_map_processor"}),
+         "any number of items out per item in", read=_read_step(FLAT_MAP)),
+    Kind("transform", "fused transform", "transform", True, True,
+         (Param("steps", "steps", "map: x", help="one step a line: 'map: x + 1', 'filter: x > 0', "
+                                                 "'flat_map: x.split()' (a body indented below 'map:')"),
+          Param("timestamped", "bool", False, help="input items are (ts, item) pairs: steps see the item"),
+          Param("keep_timestamps", "bool", True, help="timestamped input: emit (ts, item) pairs (else items)")),
+         lambda p, f, ns: transform_processor(_chain(p, f)), _chain_code,
+         "a chain of map/filter/flat_map run as one vertex (what the planner fuses); no steps: merge inputs",
+         read=_read_chain),
+)

@@ -43,9 +43,23 @@ from ..core.items import Watermark
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 from .aggregate_operation import AggregateOperation, require_operation
+from .builder_kind import (
+    AGGREGATE_IMPORT,
+    OP,
+    VALUE,
+    BuilderError,
+    Kind,
+    Param,
+    Reader,
+    operation,
+    operation_code,
+    read_operation,
+    value_fn,
+)
 from .emitter import Emitter
 from .planning import EventKey, Output, Planner, PlanNode, StageSpec
-from .window_definition import WindowDefinition, WindowResult
+from .supplier import ProcessorSupplier, made_by
+from .window_definition import WindowDefinition, WindowResult, session, sliding, tumbling
 
 _MISSING = object()
 _first = itemgetter(0)
@@ -445,46 +459,32 @@ def _check_session(op: AggregateOperation, gap: Any) -> None:
         raise JetbenchError(f"session window gap must be a positive number (ms), got {gap!r}")
 
 
-class WindowAggregate:
-    """Supplier of `SlidingWindowP` or `SessionWindowP`, by ``window_def.kind``."""
-
-    def __init__(
-        self,
-        key_fn: Callable[[Any], Hashable] | None,
-        op: AggregateOperation,
-        window_def: WindowDefinition,
-    ):
-        _get_key_fn(key_fn)
-        op = require_operation(op, "window_aggregate()")
-        kind = getattr(window_def, "kind", None)
-        if kind == "sliding":
-            _check_sliding(op, window_def)
-        elif kind == "session":
-            _check_session(op, window_def.gap)
-        else:
-            raise JetbenchError(f"window_aggregate: unknown window definition {window_def!r}")
-        self.key_fn = key_fn
-        self.op = op
-        self.window_def = window_def
-
-    def __call__(self) -> Processor:
-        if self.window_def.kind == "session":
-            return SessionWindowP(self.key_fn, self.op, self.window_def.gap)
-        return SlidingWindowP(self.key_fn, self.op, self.window_def)
-
-    def __repr__(self) -> str:
-        keyed = "" if self.key_fn is None else ", keyed"
-        return f"window_aggregate({self.window_def!r}{keyed})"
+def window_processor(key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation,
+                     window_def: WindowDefinition) -> Processor:
+    """`SessionWindowP` or `SlidingWindowP`, by ``window_def.kind``."""
+    if window_def.kind == "session":
+        return SessionWindowP(key_fn, op, window_def.gap)
+    return SlidingWindowP(key_fn, op, window_def)
 
 
 def window_aggregate(
     key_fn: Callable[[Any], Hashable] | None,
     op: AggregateOperation,
     window_def: WindowDefinition,
-) -> WindowAggregate:
+) -> ProcessorSupplier:
     """A vertex supplier aggregating ``(ts, item)`` pairs into windows; emits
     ``(end, WindowResult(start, end, key, value))`` as watermarks pass window ends."""
-    return WindowAggregate(key_fn, op, window_def)
+    _get_key_fn(key_fn)
+    op = require_operation(op, "window_aggregate()")
+    kind = getattr(window_def, "kind", None)
+    if kind == "sliding":
+        _check_sliding(op, window_def)
+    elif kind == "session":
+        _check_session(op, window_def.gap)
+    else:
+        raise JetbenchError(f"window_aggregate: unknown window definition {window_def!r}")
+    keyed = "" if key_fn is None else ", keyed"
+    return ProcessorSupplier(window_processor, key_fn, op, window_def, label=f"window_aggregate({window_def!r}{keyed})")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -517,3 +517,53 @@ class WindowAggregateSpec(StageSpec):
             vertex = planner.vertex(node.name, supplier, node.local_parallelism)
             planner.connect(node.upstream[0], vertex, routing=Routing.PARTITIONED, key_fn=EventKey(self.key_fn))
         planner.produce(node, Output(vertex, True))
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+
+def _window_def(p: dict[str, Any]) -> WindowDefinition:
+    kind = p.get("window")
+    if kind == "tumbling":
+        return tumbling(p["size"])
+    if kind == "sliding":
+        return sliding(p["size"], p["slide"])
+    if kind == "session":
+        return session(p["gap"])
+    raise BuilderError(f"unknown window kind {kind!r}")
+
+
+def _window_code(p: dict[str, Any]) -> str:
+    if p.get("window") == "sliding":
+        return f"window.sliding({p['size']}, {p['slide']})"
+    if p.get("window") == "session":
+        return f"window.session({p['gap']})"
+    return f"window.tumbling({p['size']})"
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, window_processor):
+        return None
+    wd: WindowDefinition = supplier.window_def
+    params = read_operation(supplier.op, reader)
+    params["key"] = reader.optional(supplier.key_fn, "key")
+    if wd.kind == "session":
+        params.update(window="session", gap=wd.gap)
+    else:
+        params.update(window="tumbling" if wd.is_tumbling else "sliding", size=wd.size, slide=wd.slide)
+    return params
+
+
+BUILDER_KINDS = (
+    Kind("window", "window aggregate", "window", True, True,
+         (Param("window", "choice", "tumbling", choices=("tumbling", "sliding", "session")),
+          Param("size", "int", 1000, minimum=0, strict=True, when=("window", ("tumbling", "sliding")), help="ms"),
+          Param("slide", "int", 1000, minimum=0, strict=True, when=("window", ("sliding",)), help="ms (sliding)"),
+          Param("gap", "int", 1000, minimum=0, strict=True, when=("window", ("session",)), help="ms (session)"),
+          Param("key", "code", "", optional=True, help="grouping key (empty: one global window)"), OP, VALUE),
+         lambda p, f, ns: window_aggregate(f.get("key"), operation(p["op"], value_fn(p, f)), _window_def(p)),
+         lambda p, f: (f"window_aggregate({f.get('key')}, {operation_code(p['op'], value_fn(p, f))}, {_window_code(p)})",
+                       {"from jetbench.processors.window_aggregate import window_aggregate", AGGREGATE_IMPORT,
+                        "from jetbench import window"}),
+         "aggregates (ts, item) pairs per window", read=_read),
+)

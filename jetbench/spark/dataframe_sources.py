@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from ..core.errors import JetbenchError
 from ..pipeline.connectors import Source
+from ..processors.builder_kind import Kind, Param, Reader, Unreadable, eval_expr
 from ..processors.emitter import EmittingProcessor
 from ..processors.generator_source import GeneratorP
 from ._arrow import IPC_SCHEMA, ArrowDecoder, batches_to_ipc, item_kind
@@ -112,6 +113,8 @@ class DataFrameSource:
         if timestamp is not None and timestamp not in names:
             raise JetbenchError(f"dataframe source: timestamp column {timestamp!r} is not among the columns {list(names)}")
         self.df = df
+        #: the Spark table the DataFrame reads, when `table` made it (what the DAG builder shows)
+        self.table_name: str | None = None
         self.decoder = ArrowDecoder(names, item_kind(as_, names), timestamp)
         self._lock = threading.Lock()
         self._rdd: Any = None
@@ -361,7 +364,10 @@ def table(name: str, columns: Sequence[Any] | None = None, as_: Any = dict, repl
     from ._session import session
 
     options.setdefault("name", f"spark.table({name})")
-    return dataframe(session().table(name), columns, as_, replay, **options)
+    source = dataframe(session().table(name), columns, as_, replay, **options)
+    if isinstance(source.supplier, DataFrameSource):
+        source.supplier.table_name = name
+    return source
 
 
 def parquet(path: str | os.PathLike, columns: Sequence[Any] | None = None, as_: Any = dict,
@@ -388,3 +394,89 @@ def parquet(path: str | os.PathLike, columns: Sequence[Any] | None = None, as_: 
                       allowed_lag=allowed_lag)
     return _replay_source(supplier.decoder, _load_parquet(supplier), replay, timestamp, name, local_parallelism,
                           allowed_lag)
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+_AS = Param("as_", "choice", "dict", choices=("dict", "tuple", "row", "value"),
+            help="items as dicts, tuples, pyspark Rows, or the value of a single column")
+_COLUMNS = Param("columns", "expr", "", optional=True, help="the columns to read, e.g. ['line'] (empty: all)")
+_TIMESTAMP = Param("timestamp", "str", "", optional=True,
+                   help="a column with event time: items become (ts, item) pairs (empty: none)")
+_IMPORT = "from jetbench.spark.dataframe_sources import "
+
+
+def _as(p: dict[str, Any]) -> Any:
+    return {"dict": dict, "tuple": tuple}.get(p["as_"], p["as_"])
+
+
+def _args_code(p: dict[str, Any]) -> str:
+    cols = (p.get("columns") or "").strip() or "None"
+    ts = f", timestamp={p['timestamp']!r}" if p.get("timestamp") else ""
+    as_ = p["as_"] if p["as_"] in ("dict", "tuple") else repr(p["as_"])
+    return f"{cols}, {as_}{ts}"
+
+
+def _columns(p: dict[str, Any], ns: dict[str, Any], what: str) -> Any:
+    text = (p.get("columns") or "").strip()
+    return eval_expr(text, ns, f"{what}.columns") if text else None
+
+
+def _common(supplier: Any) -> dict[str, Any]:
+    decoder = supplier.decoder
+    return {"as_": decoder.kind, "timestamp": decoder.timestamp or ""}
+
+
+def _read_dataframe(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not isinstance(supplier, DataFrameSource) or supplier.table_name is not None:
+        return None
+    name = next((k for k, value in reader.namespace.items() if value is supplier.df and k.isidentifier()
+                 and not k.startswith("_")), None)
+    if name is None:
+        raise Unreadable("a Spark DataFrame object: bind it to a name in the notebook to edit it here")
+    return {"df": name, "columns": "", **_common(supplier)}
+
+
+def _read_table(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not isinstance(supplier, DataFrameSource) or supplier.table_name is None:
+        return None
+    names = list(supplier.decoder.names)
+    table_names = list(supplier.df.sparkSession.table(supplier.table_name).columns)
+    return {"table": supplier.table_name, "columns": "" if names == table_names else repr(names), **_common(supplier)}
+
+
+def _read_parquet(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not isinstance(supplier, ParquetSource):
+        return None
+    names = list(supplier.decoder.names)
+    columns = "" if names == list(supplier.schema.names) else repr(names)
+    return {"path": supplier.path, "columns": columns, "engine": "arrow", **_common(supplier)}
+
+
+BUILDER_KINDS = (
+    Kind("spark_dataframe", "Spark DataFrame", "source", False, True,
+         (Param("df", "expr", "df", help="a Spark DataFrame: a name or expression in the notebook"),
+          _COLUMNS, _AS, _TIMESTAMP),
+         lambda p, f, ns: dataframe(eval_expr(p["df"], ns, "df"), _columns(p, ns, "df"), _as(p),
+                                    timestamp=p["timestamp"] or None).supplier,
+         lambda p, f: (f"dataframe({p['df'].strip()}, {_args_code(p)}).supplier", {_IMPORT + "dataframe"}),
+         "the rows of a Spark DataFrame, read partition by partition", read=_read_dataframe,
+         requires=("pyspark", "pyarrow")),
+    Kind("spark_parquet", "parquet files", "source", False, True,
+         (Param("path", "str", "data.parquet", help="a parquet file or directory"), _COLUMNS, _AS,
+          Param("engine", "choice", "arrow", choices=("arrow", "spark"),
+                help="arrow: read row groups with pyarrow; spark: through spark.read.parquet"),
+          _TIMESTAMP),
+         lambda p, f, ns: parquet(p["path"], _columns(p, ns, "parquet"), _as(p), engine=p["engine"],
+                                  timestamp=p["timestamp"] or None).supplier,
+         lambda p, f: (f"parquet({p['path']!r}, {_args_code(p)}"
+                       + ("" if p["engine"] == "arrow" else f", engine={p['engine']!r}") + ").supplier",
+                       {_IMPORT + "parquet"}),
+         "the rows of parquet files (no Spark session needed with engine=arrow)", read=_read_parquet,
+         requires=("pyspark", "pyarrow")),
+    Kind("spark_table", "Spark table", "source", False, True,
+         (Param("table", "str", "my_table", help="a table of the Spark session"), _COLUMNS, _AS, _TIMESTAMP),
+         lambda p, f, ns: table(p["table"], _columns(p, ns, "table"), _as(p), timestamp=p["timestamp"] or None).supplier,
+         lambda p, f: (f"table({p['table']!r}, {_args_code(p)}).supplier", {_IMPORT + "table"}),
+         "the rows of a table of the Spark session", read=_read_table, requires=("pyspark", "pyarrow")),
+)

@@ -32,7 +32,8 @@ from ..core.dag import DAG, Edge, Routing, Vertex
 from ..core.errors import DagError, JetbenchError, JobError
 from ..core.processor import Processor
 from ..processors.aggregation import AccumulateByKeyP
-from ..processors.generator_source import GeneratorSource
+from ..processors.generator_source import GeneratorP
+from ..processors.supplier import made_by
 from ..runners import RunnerError
 from .dataframe_sinks import SparkSink
 from .dataframe_sources import DataFrameSource, ParquetSource
@@ -73,7 +74,7 @@ def is_stage1_accumulator(supplier: Any) -> bool:
 
 def is_unbounded(supplier: Any) -> bool:
     """True for a DAG source that never completes (a generator without count, a stream)."""
-    if isinstance(supplier, GeneratorSource):
+    if made_by(supplier, GeneratorP):
         return supplier.count is None
     return getattr(supplier, "streaming", False) is True or getattr(supplier, "unbounded", False) is True
 

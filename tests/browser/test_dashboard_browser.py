@@ -21,7 +21,7 @@ import threading, time
 from jetbench import DAG, Edge, ExecutionService
 from jetbench.core.processor import Processor
 from jetbench.processors import map_processor
-from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.generator_source import generator_source
 
 SLOW = {"s_per_item": 0.0}
 
@@ -34,7 +34,7 @@ class SlowSink(Processor):
             time.sleep(n * SLOW["s_per_item"])
 
 dag = DAG()
-source = dag.new_vertex("source", GeneratorSource(20_000, timestamped=False), local_parallelism=1)
+source = dag.new_vertex("source", generator_source(20_000, timestamped=False), local_parallelism=1)
 double = dag.new_vertex("double", map_processor(lambda x: 2 * x), local_parallelism=2)
 sink = dag.new_vertex("sink", SlowSink, local_parallelism=1)
 dag.edge(Edge.between(source, double)).edge(Edge.between(double, sink).queue_size(512))
@@ -180,7 +180,7 @@ FAILING = """\
 import time
 from jetbench import DAG, Edge, ExecutionService
 from jetbench.processors import collect_sink, map_processor
-from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.generator_source import generator_source
 
 def check(x):
     if x >= 1500:
@@ -188,7 +188,7 @@ def check(x):
     return x
 
 dag = DAG()
-src = dag.new_vertex("source", GeneratorSource(2_000, timestamped=False), local_parallelism=1)
+src = dag.new_vertex("source", generator_source(2_000, timestamped=False), local_parallelism=1)
 chk = dag.new_vertex("checker", map_processor(check), local_parallelism=1)
 out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
 dag.edge(Edge.between(src, chk)).edge(Edge.between(chk, out))

@@ -21,7 +21,7 @@ from jetbench.processors import (
     map_processor,
     noop_sink,
 )
-from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.generator_source import generator_source
 from jetbench.processors.insert_watermarks import insert_watermarks
 
 
@@ -308,7 +308,7 @@ def code_dag() -> DAG:
     split = dag.new_vertex("split", flat_map_processor(lambda x: [x, x + 1]), 2)
     count = dag.new_vertex("count", aggregate_by_key(lambda x: x % 4, COUNT_BY_HAND), 1)  # opaque: a hand-made op
     out = dag.new_vertex("out", collect_sink(), 1)
-    gen = dag.new_vertex("gen", GeneratorSource(1000.0, timestamped=False, count=5), 1)
+    gen = dag.new_vertex("gen", generator_source(1000.0, timestamped=False, count=5), 1)
     wm = dag.new_vertex("wm", insert_watermarks(lambda x: x * 10, 5, 100), 1)
     drop = dag.new_vertex("drop", noop_sink(), 1)
     dag.edge(Edge.between(src, double).queue_size(256))

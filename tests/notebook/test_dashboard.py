@@ -17,7 +17,7 @@ from jetbench.notebook import Dashboard
 from jetbench.notebook.dashboard_model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, Timeline
 from jetbench.notebook.headless import recording_comms
 from jetbench.processors import collect_sink, items_source, map_processor, noop_sink
-from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.generator_source import generator_source
 
 
 def paced_dag(rate: float = 4000, count: int | None = 2000, fail_at: int | None = None) -> DAG:
@@ -29,7 +29,7 @@ def paced_dag(rate: float = 4000, count: int | None = 2000, fail_at: int | None 
         return x
 
     dag = DAG()
-    src = dag.new_vertex("source", GeneratorSource(rate, timestamped=False, count=count), local_parallelism=1)
+    src = dag.new_vertex("source", generator_source(rate, timestamped=False, count=count), local_parallelism=1)
     work = dag.new_vertex("work", map_processor(check), local_parallelism=2)
     out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
     dag.edge(Edge.between(src, work)).edge(Edge.between(work, out))

@@ -11,10 +11,10 @@ CELLS = [
 import threading
 from jetbench import DAG, Edge, ExecutionService
 from jetbench.processors import collect_sink, map_processor
-from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.generator_source import generator_source
 
 dag = DAG()
-src = dag.new_vertex("source", GeneratorSource(4000, timestamped=False, count=3200), local_parallelism=1)
+src = dag.new_vertex("source", generator_source(4000, timestamped=False, count=3200), local_parallelism=1)
 work = dag.new_vertex("work", map_processor(lambda x: x + 1), local_parallelism=2)
 out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
 dag.edge(Edge.between(src, work)).edge(Edge.between(work, out))

@@ -11,12 +11,12 @@ from jetbench import DAG, Edge, ExecutionService
 from jetbench.notebook import Dashboard
 from jetbench.notebook.plots import plot_metrics, series_from_records
 from jetbench.processors import collect_sink, map_processor
-from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.generator_source import generator_source
 
 
 def paced_dag(rate: float = 5000, count: int = 1500) -> DAG:
     dag = DAG()
-    src = dag.new_vertex("source", GeneratorSource(rate, timestamped=False, count=count), local_parallelism=1)
+    src = dag.new_vertex("source", generator_source(rate, timestamped=False, count=count), local_parallelism=1)
     work = dag.new_vertex("work", map_processor(lambda x: x + 1), local_parallelism=2)
     out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
     dag.edge(Edge.between(src, work)).edge(Edge.between(work, out))

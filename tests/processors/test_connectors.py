@@ -13,14 +13,14 @@ from jetbench import JetbenchError
 from jetbench.core.inbox import Inbox
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
-from jetbench.processors.callback_sink import CallbackSink
-from jetbench.processors.files_sink import FilesSink
-from jetbench.processors.files_source import FilesSource
-from jetbench.processors.generator_source import GeneratorP, GeneratorSource
-from jetbench.processors.latency_sink import LatencySink, LatencySinkP, summarize_latency
-from jetbench.processors.pandas_sink import PandasSink
-from jetbench.processors.test_stream_source import TestStreamSource
-from jetbench.processors.to_dict_sink import ToDictSink
+from jetbench.processors.callback_sink import callback_sink
+from jetbench.processors.files_sink import files_sink
+from jetbench.processors.files_source import files_source
+from jetbench.processors.generator_source import GeneratorP, generator_source
+from jetbench.processors.latency_sink import LatencySinkP, latency_sink, summarize_latency
+from jetbench.processors.pandas_sink import pandas_sink
+from jetbench.processors.test_stream_source import test_stream_source
+from jetbench.processors.to_dict_sink import to_dict_sink
 from jetbench.testing import verify_processor
 
 
@@ -42,13 +42,13 @@ def text_files(tmp_path):
 
 
 def test_files_source_reads_lines_in_path_order(text_files):
-    supplier = FilesSource(str(text_files / "*"))
+    supplier = files_source(str(text_files / "*"))
     assert [p.rsplit("/", 1)[1] for p in supplier.paths] == ["a.txt", "b.txt", "c.txt", "d.txt"]
     verify_processor(supplier, expected=["a1", "", "a3", "b1", "b2", "d1", "d2"])
 
 
 def test_files_source_splits_files_over_instances(text_files):
-    supplier = FilesSource(str(text_files / "*.txt"))
+    supplier = files_source(str(text_files / "*.txt"))
     verify_processor(supplier, context=instance(0, 2), expected=["a1", "", "a3"])  # a.txt, c.txt
     verify_processor(supplier, context=instance(1, 2), expected=["b1", "b2", "d1", "d2"])
     verify_processor(supplier, context=instance(4, 5), expected=[])
@@ -57,13 +57,13 @@ def test_files_source_splits_files_over_instances(text_files):
 def test_files_source_reads_big_files_in_chunks(tmp_path):
     lines = [f"line {i} " + "x" * (i % 50) for i in range(20_000)]
     (tmp_path / "big.txt").write_text("\n".join(lines) + "\n")
-    report = verify_processor(FilesSource(str(tmp_path / "big.txt")), expected=lines)
+    report = verify_processor(files_source(str(tmp_path / "big.txt")), expected=lines)
     assert report.runs[0].calls > 2  # several chunks, not one huge batch
 
 
 def test_files_source_is_non_cooperative_and_closes_its_file(tmp_path):
     (tmp_path / "f.txt").write_text("1\n2\n")
-    p = FilesSource(str(tmp_path / "f.txt"))()
+    p = files_source(str(tmp_path / "f.txt"))()
     assert p.is_cooperative is False
     p.init(Outbox(1, capacity=1), ProcessorContext("files", 0, 0, 1, 1))
     assert p.complete() is False  # emitted the first chunk, file still open
@@ -74,21 +74,21 @@ def test_files_source_is_non_cooperative_and_closes_its_file(tmp_path):
 
 def test_files_source_without_match_fails_at_creation(tmp_path):
     with pytest.raises(JetbenchError, match="no file matches"):
-        FilesSource(str(tmp_path / "missing-*.txt"))
+        files_source(str(tmp_path / "missing-*.txt"))
 
 
 # -- generator --------------------------------------------------------------------------------
 
 
 def test_generator_with_count_emits_every_sequence_number():
-    verify_processor(GeneratorSource(1e9, timestamped=False, count=10), expected=list(range(10)))
+    verify_processor(generator_source(1e9, timestamped=False, count=10), expected=list(range(10)))
 
 
 def test_generator_spreads_sequence_numbers_over_instances():
-    source = GeneratorSource(1e9, item_fn=lambda s: f"#{s}", timestamped=False, count=10)
+    source = generator_source(1e9, item_fn=lambda s: f"#{s}", timestamped=False, count=10)
     verify_processor(source, context=instance(1, 3), expected=["#1", "#4", "#7"])
     verify_processor(source, context=instance(2, 3), expected=["#2", "#5", "#8"])
-    verify_processor(GeneratorSource(1e9, count=2), context=instance(3, 4), expected=[])
+    verify_processor(generator_source(1e9, count=2), context=instance(3, 4), expected=[])
 
 
 def test_generator_timestamps_are_wall_clock_ms():
@@ -99,7 +99,7 @@ def test_generator_timestamps_are_wall_clock_ms():
         assert [item for _, item in output] == list(range(50))
         assert all(isinstance(ts, float) and before <= ts <= after for ts, _ in output)
 
-    verify_processor(GeneratorSource(1e9, count=50), assert_output=check)
+    verify_processor(generator_source(1e9, count=50), assert_output=check)
 
 
 def test_generator_emits_only_what_is_due_and_never_completes_without_count():
@@ -130,7 +130,7 @@ def test_generator_respects_outbox_room():
                                     {"rate_per_s": 10, "count": -1}, {"rate_per_s": 10, "item_fn": 3}])
 def test_generator_rejects_bad_arguments(kwargs):
     with pytest.raises(JetbenchError):
-        GeneratorSource(**kwargs)
+        generator_source(**kwargs)
 
 
 # -- test stream ------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def test_generator_rejects_bad_arguments(kwargs):
 
 def test_test_stream_emits_events_in_order_from_instance_zero():
     events = [(30, "c"), (10, "a"), [20, "b"]]
-    source = TestStreamSource(events)
+    source = test_stream_source(events)
     verify_processor(source, expected=[(30, "c"), (10, "a"), (20, "b")])
     verify_processor(source, context=instance(1, 2), expected=[])
 
@@ -146,14 +146,14 @@ def test_test_stream_emits_events_in_order_from_instance_zero():
 @pytest.mark.parametrize("events", [[(1, 2, 3)], ["ab"], [("late", 1)], [(True, 1)]])
 def test_test_stream_rejects_malformed_events(events):
     with pytest.raises(JetbenchError):
-        TestStreamSource(events)
+        test_stream_source(events)
 
 
 # -- sinks ------------------------------------------------------------------------------------
 
 
 def test_to_dict_sink_last_value_wins():
-    supplier = ToDictSink()
+    supplier = to_dict_sink()
     report = verify_processor(supplier, input=[("a", 1), ("b", 2), ("a", 3)], output_ordinals=0)
     for run in report.runs:
         assert run.processor.result_part() == {"a": 3, "b": 2}
@@ -163,10 +163,10 @@ def test_to_dict_sink_last_value_wins():
 
 def test_callback_sink_calls_fn_per_item():
     seen = []
-    verify_processor(CallbackSink(seen.append), input=[1, 2, 3], output_ordinals=0)
+    verify_processor(callback_sink(seen.append), input=[1, 2, 3], output_ordinals=0)
     assert seen == [1, 2, 3] * 2  # two runs
     with pytest.raises(JetbenchError):
-        CallbackSink("not callable")
+        callback_sink("not callable")
 
 
 class Point(NamedTuple):
@@ -182,21 +182,21 @@ class Row:
 
 @pytest.mark.parametrize("make", [Point, Row, lambda x, y: {"x": x, "y": y}], ids=["namedtuple", "dataclass", "dict"])
 def test_pandas_sink_makes_columns(make):
-    report = verify_processor(PandasSink(), input=[make(1, "a"), make(2, "b")], output_ordinals=0)
+    report = verify_processor(pandas_sink(), input=[make(1, "a"), make(2, "b")], output_ordinals=0)
     part = report.runs[0].processor.result_part()
-    df = PandasSink.merge_results([part, [make(3, "c")]])
+    df = pandas_sink().merge_results([part, [make(3, "c")]])
     assert list(df.columns) == ["x", "y"]
     assert df["x"].tolist() == [1, 2, 3]
     assert df["y"].tolist() == ["a", "b", "c"]
 
 
 def test_pandas_sink_of_nothing_is_an_empty_frame():
-    assert PandasSink.merge_results([[], []]).empty
+    assert pandas_sink().merge_results([[], []]).empty
 
 
 def test_files_sink_writes_part_files(tmp_path):
     out = tmp_path / "out" / "nested"
-    supplier = FilesSink(out)
+    supplier = files_sink(out)
     assert supplier().is_cooperative is False
     verify_processor(supplier, input=["a", 1, (2, 3)], output_ordinals=0, context=instance(3, 4))
     assert (out / "part-00003").read_text() == "a\n1\n(2, 3)\n"
@@ -208,7 +208,7 @@ def test_files_sink_close_flushes_and_releases_its_file(tmp_path):
     def open_paths() -> set[str]:
         return {f.path for f in psutil.Process().open_files()}
 
-    p = FilesSink(tmp_path / "out")()
+    p = files_sink(tmp_path / "out")()
     p.init(Outbox(1), ProcessorContext("files", 0, 2, 1, 3))
     p.process(0, Inbox(["a", 1]))
     path = tmp_path / "out" / "part-00002"
@@ -221,7 +221,7 @@ def test_files_sink_close_flushes_and_releases_its_file(tmp_path):
 
 
 def test_files_sink_close_without_init_creates_nothing(tmp_path):
-    FilesSink(tmp_path / "never-created")().close()
+    files_sink(tmp_path / "never-created")().close()
     assert not (tmp_path / "never-created").exists()
 
 
@@ -231,8 +231,8 @@ def test_files_sink_close_without_init_creates_nothing(tmp_path):
 def test_latency_sink_measures_now_minus_timestamp():
     now = time.time_ns() / 1e6
     events = [(now - 50, "a"), (now - 10, "b"), (now - 30, "c")]
-    report = verify_processor(LatencySink(), input=events, output_ordinals=0)
-    summary = LatencySink.merge_results([run.processor.result_part() for run in report.runs])
+    report = verify_processor(latency_sink(), input=events, output_ordinals=0)
+    summary = latency_sink().merge_results([run.processor.result_part() for run in report.runs])
     assert summary["count"] == 6
     assert 30 <= summary["p50_ms"] < 1030  # the 30 ms one, plus the time the test took
     assert summary["max_ms"] >= 50 and summary["mean_ms"] >= 30

@@ -24,17 +24,17 @@ from jetbench.processors import (
 )
 from jetbench.processors.aggregate_operation import summing
 from jetbench.processors.aggregation import AccumulateByKeyP, CombineByKeyP
-from jetbench.processors.callback_sink import CallbackSink
+from jetbench.processors.callback_sink import callback_sink
 from jetbench.processors.co_group import co_group
-from jetbench.processors.files_sink import FilesSink
-from jetbench.processors.generator_source import GeneratorSource
+from jetbench.processors.files_sink import files_sink
+from jetbench.processors.generator_source import generator_source
 from jetbench.processors.hash_join import hash_join
 from jetbench.processors.insert_watermarks import insert_watermarks
-from jetbench.processors.latency_sink import LatencySink
+from jetbench.processors.latency_sink import latency_sink
 from jetbench.processors.map_using_service import map_using_service
 from jetbench.processors.map_using_service_async import map_using_service_async
-from jetbench.processors.pandas_sink import PandasSink
-from jetbench.processors.to_dict_sink import ToDictSink, ToDictSinkP
+from jetbench.processors.pandas_sink import pandas_sink
+from jetbench.processors.to_dict_sink import ToDictSinkP, to_dict_sink
 
 
 def _key(x):
@@ -85,7 +85,7 @@ def test_built_in_suppliers_expose_their_parameters():
     assert (accumulate_by_key(_key, op).label, accumulate_by_key(_key, op).key_fn) == ("accumulate_by_key", _key)
     assert combine_by_key(op).op is op and combine_by_key(op).processor is CombineByKeyP
     assert [s.label for s in (global_accumulate(op), global_combine(op), global_aggregate(op))] == [
-        "accumulate", "combine", "aggregate"]
+        "global_accumulate", "global_combine", "global_aggregate"]
     assert global_combine(op).params["values_only"] is True
     j = hash_join(_key, abs, "left")
     assert (j.left_key, j.right_key, j.how, j.timestamped, repr(j)) == (_key, abs, "left", False, "hash_join(how='left')")
@@ -93,22 +93,22 @@ def test_built_in_suppliers_expose_their_parameters():
     m = map_using_service(dict, _key)
     assert (m.service_factory, m.fn, repr(m)) == (dict, _key, "map_using_service(_key)")
     a = map_using_service_async(dict, _key, max_concurrent=3)
-    assert (a.fn, a.params["async_fn"], a.max_concurrent, a.preserve_order) == (_key, _key, 3, True)
-    g = GeneratorSource(50.0, _key, False, 7)
+    assert (a.async_fn, a.params["async_fn"], a.max_concurrent, a.preserve_order) == (_key, _key, 3, True)
+    g = generator_source(50.0, _key, False, 7)
     assert (g.rate_per_s, g.item_fn, g.timestamped, g.count) == (50.0, _key, False, 7)
     w = insert_watermarks(_key, 5, 100)
     assert (w.ts_fn, w.allowed_lag, w.throttle_frame, w.idle_timeout_ms) == (_key, 5, 100, 60_000)
     assert items_source("ab").items == "ab" and map_processor(_key).transform.steps == (("map", _key),)
-    assert FilesSink("out").directory == "out" and CallbackSink(print).fn is print and LatencySink(5).limit == 5
-    assert ToDictSink().merge_results([{"a": 1}, {"b": 2}]) == {"a": 1, "b": 2}
-    assert collect_sink().merge_results([[1], [2]]) == [1, 2] and hasattr(PandasSink, "merge_results")
+    assert files_sink("out").directory == "out" and callback_sink(print).fn is print and latency_sink(5).limit == 5
+    assert to_dict_sink().merge_results([{"a": 1}, {"b": 2}]) == {"a": 1, "b": 2}
+    assert collect_sink().merge_results([[1], [2]]) == [1, 2] and pandas_sink().merge_results([[1], [2]]).shape == (2, 1)
     assert counting().recipe == ("counting", ()) and op.recipe == ("summing", (len,))
 
 
 def test_suppliers_pickle_with_their_parameters():
-    for s in (aggregate_by_key(_key, counting()), hash_join(_key, _key), ToDictSink(), GeneratorSource(10.0, count=3),
+    for s in (aggregate_by_key(_key, counting()), hash_join(_key, _key), to_dict_sink(), generator_source(10.0, count=3),
               insert_watermarks(None)):
         copy = pickle.loads(pickle.dumps(s))
         assert type(copy) is type(s) and repr(copy) == repr(s)
         assert list(copy.params) == list(s.params) and type(copy()) is type(s())
-    assert pickle.loads(pickle.dumps(ToDictSink())).merge_results is merge_parts
+    assert pickle.loads(pickle.dumps(to_dict_sink())).merge_results is merge_parts

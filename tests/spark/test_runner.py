@@ -350,10 +350,10 @@ def test_unbounded_pipeline_source_raises_runner_error(runner):
 
 
 def test_unbounded_dag_source_raises_runner_error(runner):
-    from jetbench.processors.generator_source import GeneratorSource
+    from jetbench.processors.generator_source import generator_source
 
     dag = DAG()
-    src = dag.new_vertex("ticks", GeneratorSource(1000))
+    src = dag.new_vertex("ticks", generator_source(1000))
     dag.edge(Edge.between(src, dag.new_vertex("out", collect_sink())))
     with pytest.raises(RunnerError, match="'ticks'"):
         runner.run(dag)

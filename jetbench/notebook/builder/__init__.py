@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...processors.builder_kind import BuilderError, Kind, Param
 from .builder_model import BuilderModel
-from .kind import BuilderError, Kind, Param
 from .palette import Palette
 from .validation import Problem
 

@@ -27,10 +27,10 @@ import os
 from typing import Any
 
 from ...core.dag import DAG
+from ...processors.builder_kind import BuilderError
 from . import code_export, dag_import, json_form, validation
 from .dag_building import build_dag
 from .document import Document
-from .kind import BuilderError
 from .palette import Palette
 from .validation import Problem
 
@@ -119,7 +119,7 @@ class BuilderModel(Document):
         >>> m.refresh()
         True
         >>> [(v["name"], v["kind"], v["params"], v["parallelism"]) for v in m.vertices]
-        [('src', 'items', {'items': 'range(0, 3)'}, None), ('out', 'collect', {}, 1), ('square', 'map', {'fn': 'x * x'}, None)]
+        [('src', 'items', {'items': 'range(3)'}, None), ('out', 'collect', {}, 1), ('square', 'map', {'fn': 'x * x'}, None)]
         >>> m.refresh()
         False
         """

@@ -10,10 +10,10 @@ import re
 from typing import Any
 
 from ...core.dag import DEFAULT_QUEUE_SIZE
+from ...processors.builder_kind import BuilderError
 from .code_text import function_source, lambda_source
 from .dag_building import functions
 from .document import Document
-from .kind import BuilderError
 
 
 def to_code(doc: Document, dag_name: str = "dag") -> str:
@@ -69,6 +69,15 @@ def to_code(doc: Document, dag_name: str = "dag") -> str:
             chain += f".priority({e['priority']})"
         body.append(f"{dag_name}.edge({chain})")
     parts = [_merge_imports(imports)]
+    kept = sorted(custom_suppliers(doc))
+    if kept:
+        # The objects the document only holds: say which, and fail with that message, not a bare
+        # NameError, where the code runs without them.
+        names = ", ".join(repr(k) for k in kept)
+        parts.append(f"# {names}: kept as objects, not code (their source was not available as text).\n"
+                     "# Run this with custom_suppliers = <the builder>.custom_suppliers in its namespace.\n"
+                     "try:\n    custom_suppliers\nexcept NameError:\n"
+                     f"    raise NameError({'this DAG needs custom_suppliers (the builder keeps ' + names + ')'!r}) from None")
     if defs:
         parts.append("\n\n".join(d.rstrip() for d in defs))
     parts.append("\n".join(body))

@@ -18,15 +18,13 @@ import ast
 import builtins
 import functools
 import importlib
-import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from .kind import BuilderError
+from ...processors.builder_kind import BuilderError, parse_steps
 
 #: the steps of a fused transform, in its ``steps`` text (one ``kind: code`` per step)
-STEP_KINDS = ("map", "filter", "flat_map")
 
 
 def is_expression(code: str) -> bool:
@@ -90,66 +88,6 @@ def check_expr(code: str) -> str | None:
     return None
 
 
-_STEP_LINE = re.compile(r"(\w+)\s*:(.*)")
-
-
-def parse_steps(text: str) -> list[tuple[str, str]]:
-    r"""The steps of a ``steps`` parameter: ``[(kind, code), ...]``.
-
-    A step starts at a line ``kind: code`` (kind one of map, filter, flat_map; code an
-    expression in x); a step whose code is a function body writes ``kind:`` alone and the body
-    indented below it. Raises `BuilderError` naming the line at fault.
-
-    >>> parse_steps("map: x.lower()\nfilter:\n    if x:\n        return True\n    return False")
-    [('map', 'x.lower()'), ('filter', 'if x:\n    return True\nreturn False')]
-    """
-    if not isinstance(text, str):
-        raise BuilderError(f"steps must be text, got {text!r}")
-    steps: list[list[Any]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            if steps:
-                steps[-1][2].append("")
-            continue
-        if line[0] in " \t":
-            if not steps:
-                raise BuilderError(f"line {number}: an indented line before the first step")
-            steps[-1][2].append(line)
-            continue
-        match = _STEP_LINE.fullmatch(line.rstrip())
-        if match is None or match[1] not in STEP_KINDS:
-            raise BuilderError(f"line {number}: expected 'map: ...', 'filter: ...' or 'flat_map: ...', got {line.strip()!r}")
-        steps.append([match[1], match[2].strip(), [], number])
-    out = []
-    for kind, inline, more, number in steps:
-        body = textwrap.dedent("\n".join(more)).strip("\n")
-        code = "\n".join(part for part in (inline, body) if part)
-        if not code:
-            raise BuilderError(f"line {number}: {kind} has no code")
-        out.append((kind, code))
-    return out
-
-
-def steps_text(steps: list[tuple[str, str]]) -> str:
-    r"""The ``steps`` text of ``[(kind, code), ...]`` (inverse of `parse_steps`).
-
-    >>> print(steps_text([("map", "x + 1"), ("filter", "y = x % 2\nreturn y")]))
-    map: x + 1
-    filter:
-        y = x % 2
-        return y
-    """
-    lines = []
-    for kind, code in steps:
-        text = code.strip()
-        if "\n" in text:
-            lines.append(f"{kind}:")
-            lines.append(textwrap.indent(textwrap.dedent(code).strip("\n"), "    "))
-        else:
-            lines.append(f"{kind}: {text}")
-    return "\n".join(lines)
-
-
 @functools.lru_cache(maxsize=8192)
 def check_steps(text: Any) -> str | None:
     """The first problem of a ``steps`` text (parse error, or code that does not compile), or None."""
@@ -185,10 +123,6 @@ def compile_function(code: str, args: tuple[str, ...], ns: dict[str, Any], label
     fn.__jetbench_args__ = tuple(args)
     fn.__name__ = fn.__qualname__ = label.replace(".", "_").replace(" ", "_").replace("-", "_")
     return fn
-
-
-def eval_expr(code: str, ns: dict[str, Any], label: str) -> Any:
-    return eval(compile(code.strip(), f"<jetbench builder: {label}>", "eval"), ns)  # noqa: S307
 
 
 def resolve_class(path: str, ns: dict[str, Any]) -> Any:

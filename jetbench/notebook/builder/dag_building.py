@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...core.dag import DAG, Edge
-from .code_text import compile_function, parse_steps
+from ...processors.builder_kind import BuilderError, Kind, parse_steps
+from .code_text import compile_function
 from .document import Document
-from .kind import BuilderError, Kind
 
 
 def build_dag(doc: Document) -> DAG:

@@ -14,10 +14,10 @@ import json
 from typing import Any
 
 from ...core.dag import DAG, Routing
+from ...processors.builder_kind import BuilderError
 from .code_text import class_path
 from .document import Document, vertex_record
 from .function_readback import Unreadable, function_code
-from .kind import BuilderError
 from .layout import layered, place
 from .palette import Palette
 from .supplier_readback import read_supplier

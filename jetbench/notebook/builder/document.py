@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...core.dag import DEFAULT_QUEUE_SIZE
-from .kind import BuilderError, Kind
+from ...processors.builder_kind import BuilderError, Kind
 from .layout import GAP_X, NODE_W, layered
 from .palette import Palette
 

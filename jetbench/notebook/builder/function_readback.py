@@ -24,7 +24,7 @@ and the builder keeps the function as an object (an opaque vertex).
 >>> function_code(lambda x: OFFSET + x, ("x",), {})
 Traceback (most recent call last):
 ...
-jetbench.notebook.builder.function_readback.Unreadable: its code uses OFFSET, which the notebook namespace does not have
+jetbench.processors.builder_kind.Unreadable: its code uses OFFSET, which the notebook namespace does not have
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ import textwrap
 import types
 from typing import Any
 
+from ...processors.builder_kind import Unreadable
+
 _MISSING = object()
 _SIMPLE = (int, float, complex, str, bytes, bool, type(None))
 
 
-class Unreadable(Exception):
-    """A function that cannot be shown as code text; the message says why."""
 
 
 def function_code(fn: Any, args: tuple[str, ...] = ("x",), ns: dict[str, Any] | None = None,
@@ -325,6 +325,13 @@ def _def_body(fn: types.FunctionType, args: tuple[str, ...], ns: dict[str, Any])
         raise Unreadable(f"{name} has an empty body")
     module = ast.Module(body=body, type_ignores=[])
     _check_names(fn, _free_names(module, params), ns)
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        # ``return <expression>``: the expression, as the builder writes one-line code
+        expr = body[0].value
+        segment = ast.get_source_segment(source, expr)
+        if params == list(args) and segment is not None and "\n" not in segment:
+            return segment
+        return apply_args(ast.unparse(expr), tuple(params), args)
     if params == list(args):  # keep the text as written (comments too)
         lines = source.splitlines()
         return textwrap.dedent("\n".join(lines[body[0].lineno - 1:node.end_lineno])).strip("\n")

@@ -12,8 +12,8 @@ import os
 from typing import Any
 
 from ...core.dag import DEFAULT_QUEUE_SIZE
+from ...processors.builder_kind import BuilderError
 from .document import Document, vertex_record
-from .kind import BuilderError
 
 FORMAT = "jetbench-dag-builder"
 VERSION = 1

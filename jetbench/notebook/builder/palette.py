@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...processors.builder_kind import BuilderError, Kind
 from .builtin_kinds import builtin_kinds
 from .code_text import class_path
-from .kind import BuilderError, Kind
 
 #: categories, in palette order
 CATEGORIES = ("source", "transform", "aggregate", "join", "window", "sink", "custom")

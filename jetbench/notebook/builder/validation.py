@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import DagError
+from ...processors.builder_kind import Kind, Param
 from .code_text import check_code, check_expr, check_steps
 from .dag_building import skeleton
 from .document import ROUTINGS, Document, ports_text
-from .kind import Kind, Param
 
 
 @dataclass(frozen=True)

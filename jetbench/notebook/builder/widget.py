@@ -24,9 +24,9 @@ import anywidget
 import traitlets
 
 from ...core.dag import DAG
+from ...processors.builder_kind import BuilderError
 from .._assets import asset_text
 from .builder_model import BuilderModel
-from .kind import BuilderError
 from .palette import Palette
 
 RESULT_PREVIEW = 20  # items of a list result shown in the builder
@@ -217,8 +217,14 @@ class DagBuilder(anywidget.AnyWidget):
         return self.model.problems()
 
     def to_code(self, dag_name: str = "dag") -> str:
-        """Python code that rebuilds this DAG."""
+        """Python code that rebuilds this DAG (with `custom_suppliers` in its namespace when the
+        DAG has vertices the builder keeps as objects)."""
         return self.model.to_code(dag_name)
+
+    @property
+    def custom_suppliers(self) -> dict[str, Any]:
+        """``{vertex name: supplier}`` of the vertices kept as objects (what `to_code` needs)."""
+        return self.model.custom_suppliers
 
     def save(self, path: str | os.PathLike) -> None:
         """Save as compact JSON (code stays text)."""
