@@ -714,11 +714,11 @@ class _Run:
     def _produced(self, mark: int) -> bool:
         """Did the processor emit anything (on any ordinal) since ``mark``?"""
         outbox = self.outbox
-        return outbox.accepted != mark or outbox._has_data() or outbox._control is not None
+        return outbox.accepted != mark or outbox.has_data() or outbox.pending_watermark is not None
 
     def _outbox_full(self) -> bool:
         outbox = self.outbox
-        if outbox._control is not None:
+        if outbox.pending_watermark is not None:
             return True
         return any(outbox.room(o) <= 0 for o in range(outbox.ordinal_count))
 
@@ -727,11 +727,11 @@ class _Run:
         outbox = self.outbox
         output = self.output
         for o in range(outbox.ordinal_count):
-            output[o].extend(outbox._take_bucket(o))
-        if outbox._control is not None:
+            output[o].extend(outbox.take_bucket(o))
+        watermark = outbox.take_watermark()
+        if watermark is not None:
             for o in range(outbox.ordinal_count):
-                output[o].append(outbox._control)
-            outbox._control = None
+                output[o].append(watermark)
 
     def _fail(self, message: str) -> None:
         error = AssertionError(f"{self.label} {message}")

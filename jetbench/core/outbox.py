@@ -154,10 +154,6 @@ class Outbox:
         """Whether any bucket holds items."""
         return any(self._buckets)
 
-    # the names the engine's callers outside core used before take_bucket/has_data were public
-    _take_bucket = take_bucket
-    _has_data = has_data
-
     def __repr__(self) -> str:
         sizes = [len(b) for b in self._buckets]
         return f"Outbox(capacity={self.capacity}, buckets={sizes}, watermark={self._control})"

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
+from ..core.clock import SYSTEM_CLOCK
 from ..core.errors import JetbenchError
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
@@ -42,17 +42,19 @@ class GeneratorP(EmittingProcessor):
         self.timestamped = timestamped
         self.count = count
         self._start_ns = 0
+        self._monotonic_ns: Callable[[], int] = SYSTEM_CLOCK.monotonic_ns  # the context's clock, from init
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._step = context.total_parallelism
         self._next = context.global_index  # the next sequence number this instance emits
         self._end = math.inf if self.count is None else self.count
-        self._start_ns = time.monotonic_ns()
-        self._start_epoch_ms = time.time_ns() / 1e6
+        self._monotonic_ns = context.clock.monotonic_ns
+        self._start_ns = self._monotonic_ns()
+        self._start_epoch_ms = context.clock.time_ns() / 1e6
 
     def next_wake_time(self) -> float | None:
-        """When (``time.monotonic()`` seconds) this instance's next item is due."""
+        """When (``context.clock.monotonic()`` seconds) this instance's next item is due."""
         if self._next >= self._end:
             return None
         return self._start_ns / 1e9 + self._next / self.rate_per_s
@@ -65,7 +67,7 @@ class GeneratorP(EmittingProcessor):
         if seq >= end:
             return True
         # highest sequence number due by now, over all instances
-        due = min((time.monotonic_ns() - self._start_ns) * self.rate_per_s // 1_000_000_000, end - 1)
+        due = min((self._monotonic_ns() - self._start_ns) * self.rate_per_s // 1_000_000_000, end - 1)
         n = min(int((due - seq) // step) + 1, emitter.room()) if due >= seq else 0
         if n <= 0:
             return False

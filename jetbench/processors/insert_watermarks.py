@@ -18,24 +18,23 @@ window processors downstream drop them.
 >>> box = Outbox(ordinal_count=1)
 >>> p.init(box, ProcessorContext("wm", 0, 0, 1, 1))
 >>> p.process(0, Inbox([3, 15, 12, 9]))
->>> box._take_bucket(0)
+>>> box.take_bucket(0)
 [(300, 3)]
->>> p.try_process(), box._control
+>>> p.try_process(), box.pending_watermark
 (False, Watermark(0))
->>> box._control = None
->>> p.try_process(), box._take_bucket(0)
+>>> _ = box.take_watermark()
+>>> p.try_process(), box.take_bucket(0)
 (False, [(1500, 15)])
->>> p.try_process(), box._control
+>>> p.try_process(), box.pending_watermark
 (False, Watermark(1000))
->>> box._control = None
->>> p.try_process(), box._take_bucket(0)
+>>> _ = box.take_watermark()
+>>> p.try_process(), box.take_bucket(0)
 (True, [(1200, 12), (900, 9)])
 """
 
 from __future__ import annotations
 
 import math
-import time
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from itertools import accumulate
 from operator import itemgetter
 from typing import Any, ClassVar
 
+from ..core.clock import SYSTEM_CLOCK
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
@@ -86,12 +86,14 @@ class InsertWatermarksP(Processor):
         #: item lists and watermarks decided but not yet accepted by the outbox, in order
         self._queue: deque[list[Any] | Watermark] = deque()
         self._last_item_at = 0.0
+        self._monotonic: Callable[[], float] = SYSTEM_CLOCK.monotonic  # the context's clock, from init
         self._idle = False  # the idle marker went out; cleared by the next item
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._emitter = Emitter(outbox)
-        self._last_item_at = time.monotonic()
+        self._monotonic = context.clock.monotonic
+        self._last_item_at = self._monotonic()
 
     def _flush(self) -> bool:
         """Push out what a refusing outbox left behind, in order; True when nothing is left."""
@@ -133,7 +135,7 @@ class InsertWatermarksP(Processor):
             stamps = list(map(ts_fn, batch))
             out = list(zip(stamps, batch, strict=True))
             top = max(stamps)
-        self._last_item_at = time.monotonic()
+        self._last_item_at = self._monotonic()
         self._idle = False
         if top < self._threshold:  # no watermark in this batch
             emitter.emit(out)
@@ -165,7 +167,7 @@ class InsertWatermarksP(Processor):
         self._threshold = threshold
 
     def next_wake_time(self) -> float | None:
-        """For a timer-aware idle strategy: when the idle timeout fires (``time.monotonic()``
+        """For a timer-aware idle strategy: when the idle timeout fires (``context.clock.monotonic()``
         seconds), +inf if only new input can make progress, None while output is pending."""
         if self._emitter.pending or self._queue:
             return None
@@ -180,7 +182,7 @@ class InsertWatermarksP(Processor):
         if (
             timeout is not None
             and not self._idle
-            and (time.monotonic() - self._last_item_at) * 1000.0 >= timeout
+            and (self._monotonic() - self._last_item_at) * 1000.0 >= timeout
         ):
             self._idle = True
             self._queue.append(IDLE_MESSAGE)

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from bisect import bisect_left
+from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
+from ..core.clock import SYSTEM_CLOCK
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
-from ..core.processor import Processor
+from ..core.outbox import Outbox
+from ..core.processor import Processor, ProcessorContext
 from .builder_kind import Kind, Param, Reader
 from .supplier import ProcessorSupplier, made_by
 
@@ -36,9 +38,14 @@ class LatencySinkP(Processor):
         self.total = 0.0
         self.max = -math.inf
         self._random = random.Random()
+        self._time_ns: Callable[[], int] = SYSTEM_CLOCK.time_ns  # the context's clock, from init
+
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
+        super().init(outbox, context)
+        self._time_ns = context.clock.time_ns
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        now = time.time_ns() / 1e6
+        now = self._time_ns() / 1e6
         batch = [now - ts for ts, _ in inbox.take()]
         if not batch:
             return

@@ -20,9 +20,9 @@ is dropped when ``ts + gap <= `` the last watermark.
 >>> box = Outbox(ordinal_count=1)
 >>> p.init(box, ProcessorContext("window", 0, 0, 1, 1))
 >>> p.process(0, Inbox([(1, "a"), (12, "b"), (5, "c")]))
->>> p.try_process_watermark(Watermark(10)), box._take_bucket(0)
+>>> p.try_process_watermark(Watermark(10)), box.take_bucket(0)
 (False, [(10, WindowResult(start=0, end=10, key=None, value=2))])
->>> p.try_process_watermark(Watermark(10)), box._control
+>>> p.try_process_watermark(Watermark(10)), box.pending_watermark
 (True, Watermark(10))
 """
 

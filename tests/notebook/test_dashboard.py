@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import time
 import pytest
 
 from jetbench import DAG, Edge, ExecutionService, JobCancelled, JobError, Processor
+from jetbench.core.clock import MockClock
 from jetbench.notebook import Dashboard
 from jetbench.notebook.dashboard_model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, Timeline
 from jetbench.notebook.headless import recording_comms
@@ -155,7 +155,7 @@ def test_interval_is_bounded():
 def test_state_size_is_bounded_however_many_tasklets(vertices, parallelism):
     job = ExecutionService(cooperative_threads=2).submit(wide_dag(vertices, parallelism))
     job.join()
-    clock = itertools.count(0, 0.1).__next__  # ticks 0.1 s apart, without waiting for them
+    clock = MockClock(step=0.1).monotonic  # ticks 0.1 s apart, without waiting for them
     model = DashboardModel(job, max_rows=40, clock=clock)
     snapshot = job.metrics()
     for i in range(2 * CPU_HISTORY + 10):  # long enough for every history to be full
@@ -208,7 +208,7 @@ def test_queue_rows_are_per_edge_and_show_which_edge_fills():
     dag.edge(Edge.from_(busy).to(sink, 0).queue_size(64))
     dag.edge(Edge.from_(short).to(sink, 1).priority(1).queue_size(64))  # drained after ordinal 0
     job = ExecutionService().submit(dag)
-    clock = itertools.count(0, 0.1).__next__
+    clock = MockClock(step=0.1).monotonic
     model = DashboardModel(job, clock=clock)
     try:
         model.update()

@@ -107,14 +107,14 @@ def test_generator_emits_only_what_is_due_and_never_completes_without_count():
     outbox = Outbox(1, capacity=100)
     p.init(outbox, ProcessorContext("gen", 0, 0, 1, 1))
     assert p.complete() is False
-    assert outbox._take_bucket(0) == [0]  # seq 0 is due at once
+    assert outbox.take_bucket(0) == [0]  # seq 0 is due at once
     accepted = outbox.accepted
     for _ in range(100):  # nothing due for ~100 ms: no offer at all, so the worker can idle
         assert p.complete() is False
     assert outbox.accepted == accepted
     time.sleep(0.25)
     assert p.complete() is False
-    assert outbox._take_bucket(0) == [1, 2]
+    assert outbox.take_bucket(0) == [1, 2]
 
 
 def test_generator_respects_outbox_room():
@@ -123,7 +123,7 @@ def test_generator_respects_outbox_room():
     p.init(outbox, ProcessorContext("gen", 0, 0, 1, 1))
     time.sleep(0.01)
     assert p.complete() is False
-    assert outbox._take_bucket(0) == list(range(300))
+    assert outbox.take_bucket(0) == list(range(300))
 
 
 @pytest.mark.parametrize("kwargs", [{"rate_per_s": 0}, {"rate_per_s": -1}, {"rate_per_s": "fast"},

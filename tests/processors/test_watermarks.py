@@ -21,7 +21,6 @@ from jetbench.core.items import IDLE_MESSAGE, Watermark
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
 from jetbench.processors import collect_sink, items_source
-from jetbench.processors import insert_watermarks as wm_module
 from jetbench.processors.aggregate_operation import summing
 from jetbench.processors.insert_watermarks import InsertWatermarksP, insert_watermarks
 from jetbench.processors.window_aggregate import window_aggregate
@@ -129,16 +128,14 @@ def test_float_timestamps_and_negative_watermarks():
     ]
 
 
-def _on_mock_clock(monkeypatch, clock: MockClock) -> ProcessorContext:
-    """A context whose clock is ``clock``. Until InsertWatermarksP reads ``context.clock``, it
-    reads the module's ``time``: that is pointed at the same mock clock."""
-    monkeypatch.setattr(wm_module, "time", clock)
+def _on_mock_clock(clock: MockClock) -> ProcessorContext:
+    """A context whose clock is ``clock`` (InsertWatermarksP reads the time from it)."""
     return replace(CONTEXT, clock=clock)
 
 
-def test_idle_marker_once_per_idle_period(monkeypatch):
+def test_idle_marker_once_per_idle_period():
     clock = MockClock(start=1000.0)
-    context = _on_mock_clock(monkeypatch, clock)
+    context = _on_mock_clock(clock)
     p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=500)
     box = Outbox(1, capacity=16)
     p.init(box, context)
@@ -160,9 +157,9 @@ def test_idle_marker_once_per_idle_period(monkeypatch):
     assert (p.watermarks_emitted, p.idle_messages_emitted) == (1, 2)
 
 
-def test_idle_marker_waits_for_pending_output(monkeypatch):
+def test_idle_marker_waits_for_pending_output():
     clock = MockClock(start=1000.0)
-    context = _on_mock_clock(monkeypatch, clock)
+    context = _on_mock_clock(clock)
     p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=100)
     box = Outbox(1, capacity=1)
     p.init(box, context)
@@ -178,9 +175,9 @@ def test_idle_marker_waits_for_pending_output(monkeypatch):
     assert p.try_process() and box.pending_watermark is None
 
 
-def test_idle_disabled(monkeypatch):
+def test_idle_disabled():
     clock = MockClock(start=1000.0)
-    context = _on_mock_clock(monkeypatch, clock)
+    context = _on_mock_clock(clock)
     p = InsertWatermarksP(None, allowed_lag=0, throttle_frame=10, idle_timeout_ms=None)
     box = Outbox(1)
     p.init(box, context)

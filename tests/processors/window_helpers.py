@@ -45,10 +45,10 @@ def drive(
     out: list = []
 
     def drain() -> None:
-        out.extend(outbox._take_bucket(0))
-        if outbox._control is not None:
-            out.append(outbox._control)
-            outbox._control = None
+        out.extend(outbox.take_bucket(0))
+        watermark = outbox.take_watermark()
+        if watermark is not None:
+            out.append(watermark)
 
     def until_true(fn: Callable[[], bool]) -> None:
         for _ in range(max_calls):
