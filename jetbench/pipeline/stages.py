@@ -172,6 +172,27 @@ class Stage:
         node = self.pipeline._add(spec, name, upstream or [self.node], **flags)
         return Stage(self.pipeline, node)
 
+    def apply(self, spec: StageSpec, *others: Stage, name: str | None = None) -> Stage:
+        """The next stage made by ``spec``, a kind's typed stage (`jetbench.processors.planning`),
+        reading this stage (its input 0) and ``others`` (inputs 1, 2, ...): how a kind without a
+        method of its own joins a pipeline. Its items are timestamped as
+        ``spec.output_timestamped(...)`` says (by default: as its inputs' are).
+
+        >>> from jetbench import Pipeline, run, sources, sinks
+        >>> from jetbench.processors.transform import MapSpec
+        >>> p = Pipeline()
+        >>> _ = p.read_from(sources.items([1, 2])).apply(MapSpec(lambda x: -x)).write_to(sinks.collect())
+        >>> run(p)
+        [-1, -2]
+        """
+        if not isinstance(spec, StageSpec):
+            raise PipelineError(f"stage {self.name!r}: apply() takes a StageSpec, got {spec!r}")
+        for other in others:
+            _check_same_pipeline(self, other)
+        upstream = [self.node, *(o.node for o in others)]
+        timestamped = spec.output_timestamped(any(n.timestamped for n in upstream))
+        return self._next(spec, name, upstream=upstream, timestamped=timestamped)
+
     # -- stateless ------------------------------------------------------------------------------
 
     def map(self, fn: Callable[[Any], Any], name: str | None = None) -> Stage:

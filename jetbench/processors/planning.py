@@ -108,6 +108,11 @@ class StageSpec:
     def frame_size(self) -> int | None:
         return None
 
+    def output_timestamped(self, inputs: bool) -> bool:
+        """Whether the stage's items are ``(ts, item)`` pairs, given whether its inputs' are
+        (used by ``Stage.apply``; the built-in methods say it themselves)."""
+        return inputs
+
     def plan(self, planner: Planner, node: PlanNode) -> None:
         raise NotImplementedError(f"{type(self).__name__} has no planning rule")
 
