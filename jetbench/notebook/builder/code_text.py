@@ -24,8 +24,6 @@ from typing import Any
 
 from ...processors.builder_kind import BuilderError, parse_steps
 
-#: the steps of a fused transform, in its ``steps`` text (one ``kind: code`` per step)
-
 
 def is_expression(code: str) -> bool:
     try:

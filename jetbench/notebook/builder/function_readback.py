@@ -41,6 +41,7 @@ import types
 from typing import Any
 
 from ...processors.builder_kind import Unreadable
+from .code_text import is_expression
 
 _MISSING = object()
 _SIMPLE = (int, float, complex, str, bytes, bool, type(None))
@@ -96,12 +97,12 @@ def _wrapper_code(fn: Any, args: tuple[str, ...], ns: dict[str, Any]) -> str | N
         return function_code(fn.key_fn, (f"{_paren(args[0])}[1]",), ns)
     if isinstance(fn, Peek) and len(args) == 1:
         inner = function_code(fn.fn, args, ns)
-        if not _is_expression(inner):
+        if not is_expression(inner):
             raise Unreadable("a peek of a function that is not one expression")
         return f"{inner}\nreturn {args[0]}"
     if isinstance(fn, Tag) and len(args) == 1:
         key = function_code(fn.key_fn, args, ns)
-        if not _is_expression(key):
+        if not is_expression(key):
             raise Unreadable("a co-group key that is not one expression")
         return f"({fn.side!r}, {key}, {args[0]})"
     return None
@@ -396,14 +397,6 @@ def _same(a: Any, b: Any) -> bool:
 # ------------------------------------------------------------------------------ text
 
 
-def _is_expression(code: str) -> bool:
-    try:
-        ast.parse(code.strip(), mode="eval")
-    except SyntaxError:
-        return False
-    return True
-
-
 def _paren(text: str) -> str:
     """``text`` as an operand: parenthesised unless it is a name, call, attribute or subscript."""
     try:
@@ -444,7 +437,7 @@ def apply_args(code: str, params: tuple[str, ...], args: tuple[str, ...]) -> str
         return code
     if len(params) != len(args):
         raise Unreadable(f"a function of {len(params)} argument(s) where {len(args)} are expected")
-    if _is_expression(code):
+    if is_expression(code):
         return _substitute(ast.parse(code.strip(), mode="eval").body, params, args)
     if all(a.isidentifier() for a in args):
         tree = ast.parse(textwrap.dedent(code))

@@ -16,33 +16,22 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.processor import Processor
-from ...processors.builder_kind import Unreadable, literal_code
+from ...processors.builder_kind import LiteralReader, Unreadable
 from .code_text import class_path
 from .function_readback import function_code
 from .palette import Palette
 
 
-class FunctionReader:
-    """The `jetbench.processors.builder_kind.Reader` of the builder: functions as code text that
-    means the same function in ``namespace`` (a notebook's globals)."""
-
-    def __init__(self, namespace: dict[str, Any]):
-        self.namespace = namespace
+class FunctionReader(LiteralReader):
+    """The `jetbench.processors.builder_kind.Reader` of the builder: literals as `LiteralReader`
+    shows them, and functions as code text that means the same function in ``namespace`` (a
+    notebook's globals)."""
 
     def code(self, fn: Any, what: str, args: tuple[str, ...] = ("x",), asynchronous: bool = False) -> str:
         try:
             return function_code(fn, args, self.namespace, asynchronous)
         except Unreadable as exc:
             raise Unreadable(f"{what}: {exc}") from None
-
-    def optional(self, fn: Any, what: str, args: tuple[str, ...] = ("x",)) -> str:
-        return "" if fn is None else self.code(fn, what, args)
-
-    def literal(self, value: Any, what: str) -> str:
-        text = literal_code(value)
-        if text is None:
-            raise Unreadable(f"its {what} are a {type(value).__name__}, not a literal the builder can show")
-        return text
 
 
 def read_supplier(supplier: Any, ns: dict[str, Any], palette: Palette) -> tuple[str, dict[str, Any]] | None:
