@@ -12,14 +12,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.dag import DAG, Edge, Routing
 from ..processors.planning import EventKey, Output, PlannedVertex, PlanNode
-from ..processors.transform import Transform, transform_processor
+from ..processors.transform import transform_processor
+from ..processors.transform_chain import Transform
 from .errors import PipelineError
-from .stages import Pipeline
+from .graph import Node
 
 MAXIMUM_WATERMARK_GAP = 1000
 
@@ -35,24 +36,24 @@ class _PlannedEdge:
 
 
 class Planner:
-    """Plans a `Pipeline` into a `DAG`: each node's spec expands itself through this object (the
+    """Plans the nodes of a `Pipeline` into a `DAG`: each node's spec expands itself through this object (the
     `jetbench.processors.planning.Planner` protocol), then the vertices are made, fused
     transforms last."""
 
-    def __init__(self, pipeline: Pipeline, fuse: bool = True):
-        self.pipeline = pipeline
+    def __init__(self, nodes: Sequence[Node], fuse: bool = True):
+        self.nodes = nodes
         self.fuse = fuse
         self.vertices: list[PlannedVertex] = []
         self.edges: list[_PlannedEdge] = []
         self.out: dict[PlanNode, Output] = {}
-        self._consumers: dict[PlanNode, int] = {n: 0 for n in pipeline.nodes}
-        for n in pipeline.nodes:
+        self._consumers: dict[PlanNode, int] = {n: 0 for n in nodes}
+        for n in nodes:
             for u in n.upstream:
                 self._consumers[u] += 1
-        self.watermark_frame = _watermark_frame(pipeline)
+        self.watermark_frame = _watermark_frame(nodes)
 
     def plan(self) -> DAG:
-        nodes = self.pipeline.nodes
+        nodes = self.nodes
         if not nodes:
             raise PipelineError("the pipeline is empty: start it with read_from(source)")
         for node in nodes:
@@ -129,8 +130,13 @@ class Planner:
         return dag
 
 
-def _watermark_frame(pipeline: Pipeline) -> int:
-    frames = [f for n in pipeline.nodes if (f := n.spec.frame_size) is not None]
+def plan_dag(nodes: Sequence[Node], fuse: bool = True) -> DAG:
+    """The DAG the pipeline graph ``nodes`` plans into (see `Planner`)."""
+    return Planner(nodes, fuse).plan()
+
+
+def _watermark_frame(nodes: Sequence[Node]) -> int:
+    frames = [f for n in nodes if (f := n.spec.frame_size) is not None]
     return math.gcd(*frames, MAXIMUM_WATERMARK_GAP) if frames else MAXIMUM_WATERMARK_GAP
 
 

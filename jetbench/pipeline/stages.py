@@ -29,29 +29,11 @@ from ..processors.window_aggregate import WindowAggregateSpec
 from ..processors.window_definition import WindowDefinition
 from .connectors import Sink, SinkSpec, Source, SourceSpec
 from .errors import PipelineError
+from .graph import Node
+from .planner import explain, plan_dag
 
 if TYPE_CHECKING:
     from ..core.dag import DAG
-
-
-@dataclass(eq=False)
-class Node:
-    """One stage in the pipeline graph: its typed form ``spec`` (what the user's call gave, and
-    its planning rule), its name and the nodes it reads from (earlier in ``Pipeline.nodes``)."""
-
-    spec: StageSpec
-    name: str
-    upstream: list[Node]
-    local_parallelism: int | None = None
-    timestamped: bool = False  # items leaving this node are (ts, item) tuples
-    streaming: bool = False  # fed by an unbounded source
-
-    @property
-    def kind(self) -> str:
-        return self.spec.kind
-
-    def __repr__(self) -> str:
-        return f"Node({self.kind}, {self.name!r})"
 
 
 @dataclass(frozen=True)
@@ -88,14 +70,10 @@ class Pipeline:
     def to_dag(self, fuse: bool | None = None) -> DAG:
         """Plan the pipeline into a `DAG`, fusing map/filter/flat_map chains unless ``fuse`` is
         False (default: the pipeline's own ``fuse`` setting)."""
-        from .planner import Planner
-
-        return Planner(self, fuse=self.fuse if fuse is None else fuse).plan()
+        return plan_dag(self.nodes, fuse=self.fuse if fuse is None else fuse)
 
     def explain(self, fuse: bool | None = None) -> str:
         """The planned DAG as text: vertices with parallelism and what they run, edges with routing."""
-        from .planner import explain
-
         return explain(self.to_dag(fuse=fuse))
 
     def _repr_svg_(self) -> str | None:

@@ -8,7 +8,7 @@ outbox refuses), `aggregate_operation` (the operations ``jetbench.aggregate`` of
 
 =========================  ===========================================================
 sources                    `items_source`, `files_source`, `generator_source`, `test_stream_source`
-stateless                  `transform` (map, filter, flat_map, fused chains)
+stateless                  `transform` (map, filter, flat_map, fused chains: `transform_chain`)
 with a service             `map_using_service`, `map_using_service_async`
 aggregation                `aggregation` (keyed or global, one or two stages)
 joins                      `hash_join`, `co_group`
@@ -32,12 +32,12 @@ from .items_source import items_source
 from .noop_sink import noop_sink
 from .supplier import ProcessorSupplier, supplier
 from .transform import (
-    Transform,
     filter_processor,
     flat_map_processor,
     map_processor,
     transform_processor,
 )
+from .transform_chain import Transform
 
 __all__ = [
     "AggregateOperation",

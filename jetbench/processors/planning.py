@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from ..core.dag import Routing
 from .supplier import set_builder_code
-
-if TYPE_CHECKING:
-    from .transform import Transform
+from .transform_chain import Transform
 
 
 @dataclass(eq=False)

@@ -14,8 +14,7 @@ import jetbench
 from jetbench import DAG, Edge, Pipeline, sinks, sources
 from jetbench.core.errors import DagError, JobError
 from jetbench.core.processor import Processor
-from jetbench.processors import collect_sink, items_source
-from jetbench.processors.transform import Transform
+from jetbench.processors import Transform, collect_sink, items_source
 
 ENGINE_DIR = os.path.join(os.path.dirname(jetbench.__file__), "core")
 

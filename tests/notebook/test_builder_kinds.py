@@ -16,6 +16,7 @@ from jetbench import DAG, Edge, ExecutionService, Pipeline, aggregate, sinks, so
 from jetbench.notebook.builder import BuilderError, BuilderModel, Palette
 from jetbench.notebook.builder import builtin_kinds as catalogue
 from jetbench.processors import (
+    Transform,
     collect_sink,
     counting,
     global_aggregate,
@@ -33,7 +34,6 @@ from jetbench.processors.map_using_service import map_using_service
 from jetbench.processors.map_using_service_async import map_using_service_async
 from jetbench.processors.test_stream_source import test_stream_source
 from jetbench.processors.to_dict_sink import to_dict_sink
-from jetbench.processors.transform import Transform
 from jetbench.window import sliding, tumbling
 
 
