@@ -38,7 +38,8 @@ from .core import (
 from .core.job import register_view
 from .pipeline import Pipeline, PipelineError
 from .processors.window_definition import WindowResult
-from .runners import RunnerError, RunnerOptionError, run
+from .runner_errors import RunnerError, RunnerOptionError
+from .runners import run
 
 __version__ = "0.1.0"
 

@@ -27,20 +27,7 @@ from .core.dag import DAG
 from .core.errors import JetbenchError
 from .core.execution import ExecutionService
 from .pipeline import Pipeline
-
-
-class RunnerError(JetbenchError):
-    """A runner cannot run this job shape; the message names the vertex or stage at fault."""
-
-
-class RunnerOptionError(RunnerError, TypeError):
-    """A keyword the chosen runner does not take (a `TypeError` too, as Python's own is)."""
-
-    def __init__(self, runner: str, keyword: str, accepted: tuple[str, ...]):
-        self.runner = runner
-        self.keyword = keyword
-        self.accepted = accepted
-        super().__init__(f"the {runner} runner takes no option {keyword!r}; it takes {', '.join(accepted)}")
+from .runner_errors import RunnerOptionError
 
 
 def local_options() -> tuple[str, ...]:

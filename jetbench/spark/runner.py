@@ -61,7 +61,7 @@ from ..core.dag import DAG, Edge
 from ..core.errors import JetbenchError, JobError, JobTimeout
 from ..core.execution import ExecutionService
 from ..core.plan import merge_parts
-from ..runners import RunnerError, RunnerOptionError
+from ..runner_errors import RunnerError, RunnerOptionError
 from .dataframe_sinks import rdd_to_dataframe
 from .stage_cut import SparkPlan, assign_partitions, cut, job_to_dag
 from .stage_task import (

@@ -34,7 +34,7 @@ from ..core.processor import Processor
 from ..processors.aggregation import AccumulateByKeyP
 from ..processors.generator_source import GeneratorP
 from ..processors.supplier import made_by
-from ..runners import RunnerError
+from ..runner_errors import RunnerError
 from .dataframe_sinks import SparkSink
 from .dataframe_sources import DataFrameSource, ParquetSource
 from .stage_task import InputSpec, OutputSpec, StagePlan, Tagger
