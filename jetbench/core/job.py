@@ -34,6 +34,20 @@ def register_view(name: str, factory: Callable[..., Any]) -> None:
     _VIEWS[name] = factory
 
 
+#: How `Job.join` waits, when a higher layer registered a way (the notebook layer does: inside a
+#: Jupyter kernel it waits in short slices that let the dashboard's messages through, and shows a
+#: progress line). It is called as ``waiter(job, wait, timeout, progress)``, where ``wait(t)``
+#: waits at most ``t`` seconds (None: until the end) and says whether the job has ended; it
+#: returns what ``wait(timeout)`` would. ``progress`` is `Job.join`'s argument, passed on.
+Waiter = Callable[["Job", Callable[[float | None], bool], float | None, bool | None], bool]
+_WAITER: list[Waiter] = []
+
+
+def register_waiter(waiter: Waiter | None) -> None:
+    """Make ``waiter`` the way `Job.join` waits (None: back to a plain wait)."""
+    _WAITER[:] = [] if waiter is None else [waiter]
+
+
 def _view(name: str) -> Callable[..., Any]:
     try:
         return _VIEWS[name]
@@ -139,8 +153,11 @@ class Job:
         end = self.end_time if self.end_time is not None else self.clock.monotonic()
         return end - self.start_time
 
-    def join(self, timeout: float | None = None) -> Any:
+    def join(self, timeout: float | None = None, progress: bool | None = None) -> Any:
         """Wait for the job; return its result, or raise `JobError`/`JobCancelled`/`JobTimeout`.
+
+        ``progress`` goes to the registered waiter (`register_waiter`): in a notebook or a
+        terminal, None shows a progress line unless it is turned off, False never, True always.
 
         If the wait itself is interrupted (KeyboardInterrupt: Stop in a notebook, Ctrl-C in a
         script) or fails, the job is cancelled and its threads are waited for (at most
@@ -148,7 +165,7 @@ class Job:
         `JobTimeout` leaves the job running: the caller holds its handle.
         """
         try:
-            finished = self._done.wait(timeout)
+            finished = _WAITER[0](self, self._done.wait, timeout, progress) if _WAITER else self._done.wait(timeout)
             if finished:
                 for worker in self.workers:
                     worker.thread.join()
