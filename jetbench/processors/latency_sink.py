@@ -31,13 +31,13 @@ class LatencySinkP(Processor):
 
     collects = True
 
-    def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT):
+    def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT, seed: int | None = None):
         self.limit = limit
         self.samples: list[float] = []
         self.count = 0
         self.total = 0.0
         self.max = -math.inf
-        self._random = random.Random()
+        self._random = random.Random(seed)  # reservoir choices; a seed makes them repeatable
         self._time_ns: Callable[[], int] = SYSTEM_CLOCK.time_ns  # the context's clock, from init
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:

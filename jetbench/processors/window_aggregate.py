@@ -84,6 +84,8 @@ class SlidingWindowP(Processor):
     keep one running accumulator per key (``op.deduct`` available: combine the leading frame,
     deduct the trailing one) or recombine all frames of each window. Frames no longer part of
     a future window are evicted. The watermark is forwarded after all its results went out.
+    Unkeyed windows whose operation has ``accumulate_all`` fold whole batches at once
+    (`folds_batches`).
     """
 
     def __init__(
@@ -115,6 +117,11 @@ class SlidingWindowP(Processor):
         # whole-batch folding: global (no key) windows without a running accumulator
         self._fold_batches = key_fn is None and op.accumulate_all is not None and not self._running_mode
         self.late_events_dropped = 0
+
+    @property
+    def folds_batches(self) -> bool:
+        """True when each input batch is folded at once (``op.accumulate_all``), not item by item."""
+        return self._fold_batches
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)

@@ -52,7 +52,7 @@ chain.add_vertex("map", name="inc", params={"fn": "x + 1"}, x=40, y=40)
 chain.add_vertex("map", name="dbl", params={"fn": "x * 2"}, x=400, y=420)
 chain.add_vertex("collect", name="sink", x=90, y=260)
 e1 = chain.connect("src", "inc"); e2 = chain.connect("inc", "dbl"); e3 = chain.connect("dbl", "sink")
-chain.model._undo.clear(); chain._sync()
+chain.forget_history()
 chain
 """
 

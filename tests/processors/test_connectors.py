@@ -7,6 +7,7 @@ import dataclasses
 import time
 from typing import NamedTuple
 
+import psutil
 import pytest
 
 from jetbench import JetbenchError
@@ -61,15 +62,21 @@ def test_files_source_reads_big_files_in_chunks(tmp_path):
     assert report.runs[0].calls > 2  # several chunks, not one huge batch
 
 
+def open_files() -> set[str]:
+    """The paths this process has open."""
+    return {f.path for f in psutil.Process().open_files()}
+
+
 def test_files_source_is_non_cooperative_and_closes_its_file(tmp_path):
     (tmp_path / "f.txt").write_text("1\n2\n")
     p = files_source(str(tmp_path / "f.txt"))()
     assert p.is_cooperative is False
     p.init(Outbox(1, capacity=1), ProcessorContext("files", 0, 0, 1, 1))
     assert p.complete() is False  # emitted the first chunk, file still open
-    file = p._file
+    path = str(tmp_path / "f.txt")
+    assert path in open_files()
     p.close()
-    assert file.closed
+    assert path not in open_files()
 
 
 def test_files_source_without_match_fails_at_creation(tmp_path):
@@ -203,18 +210,13 @@ def test_files_sink_writes_part_files(tmp_path):
 
 
 def test_files_sink_close_flushes_and_releases_its_file(tmp_path):
-    import psutil
-
-    def open_paths() -> set[str]:
-        return {f.path for f in psutil.Process().open_files()}
-
     p = files_sink(tmp_path / "out")()
     p.init(Outbox(1), ProcessorContext("files", 0, 2, 1, 3))
     p.process(0, Inbox(["a", 1]))
     path = tmp_path / "out" / "part-00002"
-    assert str(path) in open_paths()
+    assert str(path) in open_files()
     p.close()
-    assert str(path) not in open_paths()
+    assert str(path) not in open_files()
     assert path.read_text() == "a\n1\n"
     p.close()  # closing twice is harmless and changes nothing
     assert path.read_text() == "a\n1\n"
@@ -253,8 +255,7 @@ def test_latency_summary_of_nothing():
 
 
 def test_latency_reservoir_keeps_a_bounded_uniform_sample():
-    p = LatencySinkP(limit=1000)
-    p._random.seed(7)
+    p = LatencySinkP(limit=1000, seed=7)
     now = time.time_ns() / 1e6
     for start in range(0, 20_000, 500):  # latencies 0..20 s in 1 ms steps, oldest first
         p.process(0, Inbox([(now - v, None) for v in range(start, start + 500)]))

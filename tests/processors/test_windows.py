@@ -354,6 +354,6 @@ def test_whole_batch_folding_equals_item_by_item(gaps, size, lag, drive_args):
             steps.append(Watermark(ts - lag))
     one_by_one = dataclasses.replace(counting(), accumulate_all=None)
     fast, slow = SlidingWindowP(None, counting(), tumbling(size)), SlidingWindowP(None, one_by_one, tumbling(size))
-    assert fast._fold_batches and not slow._fold_batches
+    assert fast.folds_batches and not slow.folds_batches
     assert drive(fast, steps, *drive_args) == drive(slow, steps, *drive_args)
     assert fast.late_events_dropped == slow.late_events_dropped

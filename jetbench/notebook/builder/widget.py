@@ -257,6 +257,11 @@ class DagBuilder(anywidget.AnyWidget):
             self._job_done(job)
         return job
 
+    def forget_history(self) -> None:
+        """Drop the undo and redo steps (after building a starting document in code)."""
+        self.model.forget_history()
+        self._sync()
+
     # ------------------------------------------------------------------------ sync
 
     def _sync(self) -> None:
