@@ -1,5 +1,9 @@
 """Aggregate operations for ``Stage.aggregate`` and ``group_by(...).aggregate``.
 
+Each is a factory, called as Jet's ``AggregateOperations`` are: ``counting()``, ``summing(fn)``,
+``to_list()``. Passing the bare factory where an operation is expected is refused, naming the
+call to make.
+
 >>> from jetbench import aggregate
 >>> op = aggregate.all_of(aggregate.counting(), aggregate.averaging())
 >>> acc = op.create()
