@@ -21,13 +21,26 @@ the local runner takes no option 'partitions'; it takes cooperative_threads, min
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 from .core.dag import DAG
 from .core.errors import JetbenchError
 from .core.execution import ExecutionService
+from .core.job import Job, register_waiter
 from .pipeline import Pipeline
 from .runner_errors import RunnerOptionError
+
+
+def _wait(job: Job, wait: Callable[[float | None], bool], timeout: float | None, progress: bool | None) -> bool:
+    """How `Job.join` waits: in a notebook, letting the dashboard's messages through and with a
+    progress line; in a terminal, with a tqdm bar (`jetbench.notebook.kernel_wait`)."""
+    from .notebook.kernel_wait import wait_for_job
+
+    return wait_for_job(job, wait, timeout, progress)
+
+
+register_waiter(_wait)
 
 
 def local_options() -> tuple[str, ...]:
@@ -36,7 +49,7 @@ def local_options() -> tuple[str, ...]:
 
 
 def run(job: DAG | Pipeline, timeout: float | None = None, fuse: bool | None = None, runner: Any = "local",
-        **options: Any) -> Any:
+        progress: bool | None = None, **options: Any) -> Any:
     """Run a DAG or Pipeline to completion and return the value of its collecting sink (a list
     for ``sinks.collect()``), or None if it has none.
 
@@ -45,6 +58,10 @@ def run(job: DAG | Pipeline, timeout: float | None = None, fuse: bool | None = N
     options of `jetbench.spark.SparkConfig`: ``session=``, ``partitions=``, the executor's
     settings) or a runner object with a ``run(job, timeout=, fuse=)`` method, used as it is
     (then ``options`` must be empty). ``fuse`` overrides a Pipeline's fusion setting.
+
+    While the local runner waits, a notebook shows a live progress line and a terminal a tqdm
+    bar (`jetbench.notebook.progress`): ``progress=False`` (or ``JETBENCH_PROGRESS=0``) turns
+    it off, ``True`` shows it even where stderr is not a terminal.
     """
     if isinstance(runner, str):
         if runner == "local":
@@ -54,7 +71,7 @@ def run(job: DAG | Pipeline, timeout: float | None = None, fuse: bool | None = N
                     raise RunnerOptionError("local", name, accepted)
             if isinstance(job, Pipeline):
                 job = job.to_dag(fuse=fuse)
-            return ExecutionService(**options).run(job, timeout=timeout)
+            return ExecutionService(**options).run(job, timeout=timeout, progress=progress)
         if runner == "spark":
             from .spark import SparkRunner
 

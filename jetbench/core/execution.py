@@ -421,8 +421,8 @@ class ExecutionService:
             workers.append(w)
         return workers
 
-    def run(self, dag: Any, timeout: float | None = None) -> Any:
-        """Submit and join: return the job's result.
+    def run(self, dag: Any, timeout: float | None = None, progress: bool | None = None) -> Any:
+        """Submit and join: return the job's result (``progress`` as for `Job.join`).
 
         Nobody else holds the job, so it never outlives this call: an interrupt or any other
         exception while waiting cancels it (see `Job.join`), and so does running out of
@@ -430,7 +430,7 @@ class ExecutionService:
         """
         job = self.submit(dag)
         try:
-            return job.join(timeout)
+            return job.join(timeout, progress=progress)
         except JobTimeout as exc:
             job._stop_after(exc)
             raise

@@ -5,6 +5,7 @@ takes one metrics snapshot, turns it into the whole dashboard state (`DashboardM
 in size however many tasklets) and sets the ``state`` trait once: one comm message per tick,
 never one per item or call. When the job ends it publishes a last, frozen state (status,
 elapsed, error and vertex on failure) and exits. Commands from the front end go to the job
+(also while a cell waits in ``job.join()`` or ``run()``: `jetbench.notebook.kernel_wait`)
 through its API: the idle bounds through ``job.service.set_idle`` (applied to running workers
 at their next park), the idle strategy through ``job.service.set_idle_strategy`` when the service
 has one, cancel through ``job.cancel()``.
@@ -245,3 +246,8 @@ class Dashboard(anywidget.AnyWidget):
             self.set_strategy(str(content.get("strategy")))
         elif cmd == "set_idle":
             self.set_idle(content.get("min_idle_us"), content.get("max_idle_us"))
+        # every command (and the "ping" after a slider's trait change) carries an id: saying it
+        # arrived lets the view tell a kernel too busy to hear it (a cell running that does not
+        # wait through jetbench) from one that acted
+        if "id" in content:
+            self.send({"ack": content["id"]})

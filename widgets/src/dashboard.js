@@ -8,6 +8,7 @@ const NS = "http://www.w3.org/2000/svg";
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
 const SLIDER_MAX = 1000; // slider positions; idle µs = 10^(5 * pos / SLIDER_MAX), position 0 = 0 µs
 const IDLE_DECADES = 5; // 1 µs .. 100 ms
+const BUSY_AFTER_MS = 3000; // a command not acknowledged by then: the kernel is busy, say so
 
 function esc(value) {
   return String(value ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -142,6 +143,7 @@ function render({ model, el: host }) {
       <span class="jb-sampler" title="the dashboard's own sampler thread"></span>
     </div>
     <div class="jb-error" hidden></div>
+    <div class="jb-busy" hidden role="status" style="border-left:3px solid #d97706;background:rgba(217,119,6,0.1);padding:4px 8px;margin-bottom:6px"></div>
     <div class="jb-controls">
       <span class="jb-slot-min"></span><span class="jb-slot-max"></span>
       <label class="jb-strategy-box" hidden>strategy <select class="jb-strategy"></select></label>
@@ -178,6 +180,44 @@ function render({ model, el: host }) {
   host.appendChild(root);
   const $ = (sel) => root.querySelector(sel);
 
+  // -- commands carry an id the kernel acknowledges; one not acknowledged within BUSY_AFTER_MS
+  // means the kernel is busy in a cell that does not let widget messages through: say so
+  // (and keep saying it until the kernel answers) rather than show "Cancelling…" forever
+  let nextId = 1;
+  const unacked = new Map(); // id -> what the user did
+  let busyTimer = null;
+  function command(content, what) {
+    const id = nextId++;
+    unacked.set(id, what);
+    model.send({ ...content, id });
+    if (busyTimer === null) busyTimer = setTimeout(showBusy, BUSY_AFTER_MS);
+  }
+  function showBusy() {
+    busyTimer = null;
+    if (!unacked.size) return;
+    const what = [...new Set(unacked.values())].join(", ");
+    const busy = $(".jb-busy");
+    busy.hidden = false;
+    busy.dataset.pending = String(unacked.size);
+    busy.textContent =
+      `The kernel has not received ${what} yet: it is busy running a cell that does not wait through jetbench ` +
+      `(job.join() and run() let these controls through). It will act when that cell ends; ` +
+      `to stop the job now, interrupt the kernel (■).`;
+  }
+  function onCustom(msg) {
+    if (!msg || msg.ack === undefined) return;
+    // messages arrive in order: an ack covers every command sent before it
+    for (const id of [...unacked.keys()]) if (id <= msg.ack) unacked.delete(id);
+    if (!unacked.size) {
+      clearTimeout(busyTimer);
+      busyTimer = null;
+      const busy = $(".jb-busy");
+      busy.hidden = true;
+      busy.textContent = "";
+      delete busy.dataset.pending;
+    }
+  }
+
   // -- idle controls: sliders (log scale) + number inputs, written to the traits on change
   const minCtl = idleControl("min idle", "jb-min-idle");
   const maxCtl = idleControl("max idle", "jb-max-idle");
@@ -198,6 +238,7 @@ function render({ model, el: host }) {
       if (!(us >= 0)) return;
       model.set(c.trait, us);
       model.save_changes();
+      command({ cmd: "ping" }, c.trait === "min_idle_us" ? "min idle" : "max idle");
     };
     c.range.addEventListener("pointerdown", () => (c.dragging = true));
     c.range.addEventListener("input", () => {
@@ -212,11 +253,11 @@ function render({ model, el: host }) {
   }
 
   const strategy = $(".jb-strategy");
-  strategy.addEventListener("change", () => model.send({ cmd: "set_strategy", strategy: strategy.value }));
+  strategy.addEventListener("change", () => command({ cmd: "set_strategy", strategy: strategy.value }, "strategy"));
 
   const cancel = $(".jb-cancel");
   cancel.addEventListener("click", () => {
-    model.send({ cmd: "cancel" });
+    command({ cmd: "cancel" }, "Cancel");
     cancel.disabled = true;
     cancel.textContent = "Cancelling…";
   });
@@ -338,9 +379,12 @@ function render({ model, el: host }) {
   model.on("change:min_idle_us", updateIdle);
   model.on("change:max_idle_us", updateIdle);
   model.on("change:control_error", updateControlError);
+  model.on("msg:custom", onCustom);
   update();
   updateControlError();
   return () => {
+    clearTimeout(busyTimer);
+    model.off("msg:custom", onCustom);
     model.off("change:state", update);
     model.off("change:min_idle_us", updateIdle);
     model.off("change:max_idle_us", updateIdle);
