@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -10,6 +11,11 @@ import pytest
 from jetbench import ExecutionService
 
 THREAD_COUNTS = [1, 2]
+
+# No progress line or bar from run()/join() in the suite's output, nor in the kernels and
+# subprocesses its tests start (they inherit the environment); the tests of progress itself
+# ask for it (progress=True, jetbench.notebook.progress.configure).
+os.environ.setdefault("JETBENCH_PROGRESS", "0")
 
 
 @pytest.fixture(params=THREAD_COUNTS, ids=lambda n: f"threads={n}")

@@ -1,0 +1,126 @@
+"""The progress of run()/join(): a live line in a notebook, a tqdm bar in a terminal, and the
+ways to turn it off (`jetbench.notebook.progress`). No timing is asserted: only what is shown."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from jetbench import ExecutionService, Pipeline, sinks, sources
+from jetbench.notebook import progress
+from jetbench.notebook.progress import (
+    JobCounts,
+    TqdmReporter,
+    progress_wanted,
+    reporter_for,
+    summary,
+)
+
+
+@pytest.fixture
+def settings():
+    saved = (progress.config.enabled, progress.config.delay_s, progress.config.interval_s)
+    yield progress.config
+    progress.config.enabled, progress.config.delay_s, progress.config.interval_s = saved
+
+
+def pipeline(n: int = 300, rate: int = 1000) -> Pipeline:
+    p = Pipeline()
+    p.read_from(sources.generator(rate, count=n)).map(lambda x: x).write_to(sinks.collect())
+    return p
+
+
+def test_argument_beats_config_beats_environment(settings, monkeypatch):
+    monkeypatch.setenv("JETBENCH_PROGRESS", "0")
+    assert not progress_wanted(None)
+    assert progress_wanted(True)
+    progress.configure(enabled=True)
+    assert progress_wanted(None)
+    assert not progress_wanted(False)
+    progress.configure(enabled=None)
+    monkeypatch.setenv("JETBENCH_PROGRESS", "1")
+    assert progress_wanted(None)
+    monkeypatch.delenv("JETBENCH_PROGRESS")
+    assert progress_wanted(None)  # on by default
+
+
+def test_no_reporter_off_or_without_a_terminal(settings, monkeypatch):
+    monkeypatch.setenv("JETBENCH_PROGRESS", "1")
+    job = ExecutionService(cooperative_threads=1).submit(pipeline(3).to_dag())
+    job.join(progress=False)
+    assert reporter_for(job, False, in_kernel=True) is None
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal
+    assert reporter_for(job, None, in_kernel=False) is None
+    assert isinstance(reporter_for(job, True, in_kernel=False), TqdmReporter)
+
+
+def test_summary_names_sources_sinks_and_the_end():
+    job = ExecutionService(cooperative_threads=1).submit(pipeline(50, 100_000).to_dag(), name="tiny")
+    job.join(progress=False)
+    counts = JobCounts.of(job)
+    assert (counts.sources_out, counts.sinks_in, counts.status) == (50, 50, "completed")
+    assert summary(counts).startswith("jetbench · job 'tiny' completed in ")
+    assert "sources emitted 50 · sinks received 50" in summary(counts)
+
+
+def test_tqdm_bar_on_stderr_of_a_script(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(
+        """
+        from jetbench import Pipeline, run, sinks, sources
+        from jetbench.notebook.progress import configure
+        configure(delay_s=0, interval_s=0.1)
+        p = Pipeline()
+        p.read_from(sources.generator(1000, count=600)).write_to(sinks.collect())
+        print(len(run(p, progress=True)))
+        print(len(run(p, progress=False)))
+        """
+    ))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["600", "600"]
+    bars = [line for line in done.stderr.replace("\r", "\n").splitlines() if line.startswith("jetbench ")]
+    assert bars, done.stderr
+    assert bars[-1].startswith("jetbench ") and " completed" in bars[-1] and "600" in bars[-1], bars[-1]
+    assert done.stderr.count(" completed") == 1  # the second run showed nothing
+
+
+NOTEBOOK = [
+    """\
+import jetbench
+from jetbench import ExecutionService, Pipeline, sources, sinks
+from jetbench.notebook.progress import configure
+configure(enabled=True, delay_s=0.2, interval_s=0.2)  # the suite turns progress off by environment
+p = Pipeline()
+p.read_from(sources.generator(1000, count=1200)).map(lambda x: x).write_to(sinks.collect())""",
+    "len(jetbench.run(p))",
+    "len(jetbench.run(p, progress=False))",
+    "job = ExecutionService().submit(p, name='joined'); len(job.join())",
+]
+
+
+def test_notebook_line_appears_and_freezes_into_a_summary(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK])
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    _setup, ran, quiet, joined = (cell.outputs for cell in nb.cells)
+    for outputs, name in ((ran, "job-"), (joined, "'joined'")):
+        lines = [o for o in outputs if o["output_type"] == "display_data"]
+        assert len(lines) == 1, outputs
+        data = lines[0]["data"]
+        assert "application/vnd.jupyter.widget-view+json" in data
+        text = data["text/plain"]  # updated to the summary when the job ended
+        assert text.startswith("jetbench · job ") and name in text and " completed in " in text, text
+        assert "sources emitted 1,200 · sinks received 1,200" in text, text
+        assert outputs[-1]["data"]["text/plain"] == "1200"
+    assert [o["output_type"] for o in quiet] == ["execute_result"]
+    # the line's widget state saved with the notebook is the frozen, final one
+    states = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    lines = [s["state"]["state"] for s in states.values()
+             if s["model_name"] == "AnyModel" and '"sinks_in"' in str(s["state"].get("state"))]
+    assert len(lines) == 2 and all('"final":true' in s and '"status":"completed"' in s for s in lines), lines
