@@ -43,3 +43,31 @@ class _Done:
 
 #: The end-of-stream marker a tasklet sends down every outbound queue once its processor completes.
 DONE = _Done()
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotBarrier:
+    """Jet's snapshot barrier: everything a producer emitted before it belongs to snapshot
+    ``snapshot_id``, everything after it to the next one.
+
+    Sources emit it on every output once they have saved their offsets; a tasklet saves its
+    processor's state once the barrier has come on every active input, then forwards it. Like a
+    watermark it travels alone between chunks, so it costs nothing while no snapshot is taken.
+    """
+
+    snapshot_id: int
+
+    def __repr__(self) -> str:
+        return f"SnapshotBarrier({self.snapshot_id})"
+
+
+@dataclass(frozen=True, slots=True)
+class BroadcastKey:
+    """A snapshot key every instance of the vertex gets back on restore (Jet's ``BroadcastKey``).
+
+    A plain key goes back to the one instance that owns it (``hash(key) % parallelism``, as a
+    partitioned edge routes); state that is not partitioned by key, such as a source's offset,
+    is saved under a broadcast key and each restored instance takes what is its own.
+    """
+
+    key: object

@@ -26,7 +26,7 @@ class Outbox:
     0
     """
 
-    __slots__ = ("_buckets", "capacity", "accepted", "_control", "_ordinal_count", "_owner")
+    __slots__ = ("_buckets", "capacity", "accepted", "_control", "_ordinal_count", "_owner", "_snapshot")
 
     def __init__(self, ordinal_count: int, capacity: int = DEFAULT_OUTBOX_CAPACITY, owner: str = "processor"):
         if capacity < 1:
@@ -37,6 +37,7 @@ class Outbox:
         self.accepted = 0  # items accepted so far; the tasklet compares it to detect progress
         self._control: Watermark | None = None
         self._owner = owner
+        self._snapshot: list[tuple[Any, Any]] = []  # the snapshot bucket: (key, value) entries
 
     @property
     def ordinal_count(self) -> int:
@@ -95,6 +96,27 @@ class Outbox:
             self._buckets[ordinal] = items
         self.accepted += n
         return n
+
+    def offer_to_snapshot(self, key: Any, value: Any) -> bool:
+        """Offer one ``(key, value)`` entry of the processor's state to the snapshot bucket (from
+        ``save_to_snapshot``); False, taking nothing, when the bucket is full.
+
+        >>> box = Outbox(ordinal_count=0, capacity=1)
+        >>> box.offer_to_snapshot("k", 1), box.offer_to_snapshot("k2", 2), box.take_snapshot()
+        (True, False, [('k', 1)])
+        """
+        bucket = self._snapshot
+        if len(bucket) >= self.capacity:
+            return False
+        bucket.append((key, value))
+        return True
+
+    def take_snapshot(self) -> list[tuple[Any, Any]]:
+        """Remove and return the entries in the snapshot bucket (oldest first)."""
+        bucket = self._snapshot
+        if bucket:
+            self._snapshot = []
+        return bucket
 
     def _offer_many(self, item: Any, ordinals: Iterable[int]) -> bool:
         ordinals = list(ordinals)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .clock import SYSTEM_CLOCK, Clock
 from .dag import DAG, Edge, Routing, Vertex
@@ -16,6 +16,9 @@ from .processor import Processor, ProcessorContext
 from .queues import InboundStream, SPSCQueue
 from .routing import Collector, make_collector
 from .tasklet import ProcessorTasklet
+
+if TYPE_CHECKING:
+    from .snapshot_tasklet import SnapshotSetup
 
 _log = logging.getLogger("jetbench")
 
@@ -47,12 +50,15 @@ def build_plan(
     outbox_capacity: int,
     wait_for_room: Callable[[ProcessorTasklet], None] | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    snapshots: SnapshotSetup | None = None,
 ) -> JobPlan:
     """Validate ``dag`` and plan it: one tasklet per processor instance, wired by queues, each
     processor's context carrying ``clock``. ``wait_for_room`` is how a non-cooperative tasklet's
-    outbox waits when full (without it, that outbox refuses like a cooperative one)."""
+    outbox waits when full (without it, that outbox refuses like a cooperative one). With
+    ``snapshots`` (a job with a processing guarantee) the streams and tasklets are the
+    barrier-aware ones of `jetbench.core.snapshot_tasklet`, restored as it says."""
     dag.validate(default_parallelism)
-    tasklets = _build_tasklets(dag, default_parallelism, outbox_capacity, wait_for_room, clock)
+    tasklets = _build_tasklets(dag, default_parallelism, outbox_capacity, wait_for_room, clock, snapshots)
     edges = tuple((e.source.name, e.target.name, e.destination_ordinal) for e in dag.edges)
     return JobPlan(tuple(tasklets), edges, collect_result(dag, tasklets))
 
@@ -63,6 +69,7 @@ def _build_tasklets(
     outbox_capacity: int,
     wait_for_room: Callable[[ProcessorTasklet], None] | None = None,
     clock: Clock = SYSTEM_CLOCK,
+    snapshots: SnapshotSetup | None = None,
 ) -> list[ProcessorTasklet]:
     """Create one tasklet per processor instance of a valid ``dag``, wired by queues."""
     parallelism = {v.name: v.local_parallelism or default_parallelism for v in dag.vertices}
@@ -77,7 +84,10 @@ def _build_tasklets(
         ]
         for j in range(n_down):
             conveyor = [q for q in (queues[i][j] for i in range(n_up)) if q is not None]
-            stream = InboundStream(edge.destination_ordinal, edge.edge_priority, conveyor)
+            if snapshots is None:
+                stream = InboundStream(edge.destination_ordinal, edge.edge_priority, conveyor)
+            else:
+                stream = snapshots.stream(edge.destination_ordinal, edge.edge_priority, conveyor)
             inbound.setdefault((dst, j), []).append(stream)
         for i in range(n_up):
             targets = [q for q in queues[i] if q is not None]
@@ -91,15 +101,20 @@ def _build_tasklets(
             for k in range(lp):
                 context = ProcessorContext(vertex.name, k, k, lp, lp, clock=clock)
                 collectors = [c for _, c in sorted(outbound.get((vertex.name, k), []), key=lambda oc: oc[0])]
-                tasklet = ProcessorTasklet(
-                    _new_processor(vertex, k),
-                    context,
-                    sorted(inbound.get((vertex.name, k), []), key=lambda s: s.ordinal),
-                    collectors,
-                    outbox_capacity=outbox_capacity,
-                    inbox_limit=max(outbox_capacity, 1),
-                    wait_for_room=wait_for_room,
-                )
+                streams = sorted(inbound.get((vertex.name, k), []), key=lambda s: s.ordinal)
+                if snapshots is None:
+                    tasklet = ProcessorTasklet(
+                        _new_processor(vertex, k),
+                        context,
+                        streams,
+                        collectors,
+                        outbox_capacity=outbox_capacity,
+                        inbox_limit=max(outbox_capacity, 1),
+                        wait_for_room=wait_for_room,
+                    )
+                else:
+                    tasklet = snapshots.tasklet(_new_processor(vertex, k), context, streams, collectors,
+                                                outbox_capacity, max(outbox_capacity, 1), wait_for_room)
                 tasklets.append(tasklet)
     except BaseException:
         # close() is always called, even without init: close what was created before the failure

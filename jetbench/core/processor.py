@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .clock import SYSTEM_CLOCK, Clock
 
@@ -50,7 +50,34 @@ class Processor:
     ``complete()`` after all inputs are exhausted (a source, with no inputs, emits from here);
     ``close()`` always last, also after a failure. The boolean methods return True when done and
     are called again otherwise.
+
+    Snapshots (only in a job with a processing guarantee, see `jetbench.core.job_config`), as in
+    Jet, all called on the processor's own thread between the calls above, never during one:
+
+    * ``save_to_snapshot()``: phase 1, once the snapshot barrier has come on every active input
+      (or, with no input left, when the snapshot starts): offer the state as ``(key, value)``
+      entries with ``self.outbox.offer_to_snapshot(key, value)``; False when the snapshot bucket
+      (or the output) refused something: it is called again, and only it, until True. It may
+      emit output first (e.g. results still pending from ``complete()``). A plain key goes back,
+      on restore, to the instance that owns it (``hash(key) % parallelism``, as a partitioned
+      edge routes); a `jetbench.core.items.BroadcastKey` goes to every instance.
+    * ``snapshot_commit_prepare()``: still phase 1, after the state is saved: a transactional
+      sink prepares what it received before the barrier. Then the barrier goes downstream.
+    * ``snapshot_commit_finish(success)``: phase 2, once the whole snapshot is in the store
+      (``success``) or failed: commit (or roll back into the next transaction). It runs beside
+      new processing and must eventually return True.
+    * ``restore_from_snapshot(inbox)``: before any input, in a NEW instance, with this
+      instance's entries as ``(key, value)`` pairs; like ``process``, leave what is not handled.
+    * ``finish_snapshot_restore()``: after the last entry; True when done.
+
+    ``snapshot_support`` says how the processor takes part: ``"stateless"`` (nothing to save,
+    the default), ``"supported"`` (implements the methods) or ``"unsupported"`` (keeps state it
+    cannot save: a job asking for a guarantee refuses it at submit, naming the vertex). A class
+    that overrides ``save_to_snapshot`` counts as supporting snapshots.
     """
+
+    #: ``"stateless"``, ``"supported"`` or ``"unsupported"`` (see above)
+    snapshot_support: ClassVar[str] = "stateless"
 
     #: False gives the processor a dedicated thread and a blocking outbox that never refuses.
     is_cooperative: bool = True
@@ -89,6 +116,34 @@ class Processor:
 
     def close(self) -> None:
         """Release resources. Always called last, even after a failure or without ``init``."""
+
+    def save_to_snapshot(self) -> bool:
+        """Phase 1 of a snapshot: offer the state through ``outbox.offer_to_snapshot``; True when
+        all of it is in (the default saves nothing)."""
+        return True
+
+    def snapshot_commit_prepare(self) -> bool:
+        """Phase 1, after the state is saved: prepare the transaction of what came before the
+        barrier (a transactional sink); True when done."""
+        return True
+
+    def snapshot_commit_finish(self, success: bool) -> bool:
+        """Phase 2: the snapshot is in the store (``success``) or failed; commit or roll back.
+        Must eventually return True."""
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        """Take this instance's ``(key, value)`` entries of the snapshot restored; leave unhandled
+        ones in ``inbox``. The default refuses entries: only a processor that saved state gets any."""
+        if inbox:
+            from .errors import JetbenchError
+
+            raise JetbenchError(f"{type(self).__name__} got {len(inbox)} snapshot entries to restore but does "
+                                "not implement restore_from_snapshot()")
+
+    def finish_snapshot_restore(self) -> bool:
+        """Every entry has been restored; True when done."""
+        return True
 
     def metrics(self) -> dict[str, int]:
         """The processor's own counters for `Job.metrics` (e.g. ``late_events_dropped``).

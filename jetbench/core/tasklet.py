@@ -43,6 +43,14 @@ class TaskletState(enum.Enum):
     EMIT_DONE = "EMIT_DONE"
     CLOSE = "CLOSE"
     END = "END"
+    # snapshots (only in a job with a processing guarantee: `jetbench.core.snapshot_tasklet`)
+    RESTORE_SNAPSHOT = "RESTORE_SNAPSHOT"  # restore_from_snapshot(inbox) with this instance's entries
+    FINISH_RESTORE = "FINISH_RESTORE"  # finish_snapshot_restore()
+    SAVE_SNAPSHOT = "SAVE_SNAPSHOT"  # phase 1: save_to_snapshot() (also the final save at completion)
+    SNAPSHOT_COMMIT_PREPARE = "SNAPSHOT_COMMIT_PREPARE"  # phase 1: snapshot_commit_prepare()
+    EMIT_BARRIER = "EMIT_BARRIER"  # the barrier to every outbound edge
+    WAIT_FOR_SNAPSHOT_COMPLETED = "WAIT_FOR_SNAPSHOT_COMPLETED"  # done, but phase 2 not yet come
+    SNAPSHOT_COMMIT_FINISH = "SNAPSHOT_COMMIT_FINISH"  # phase 2: snapshot_commit_finish(success)
 
 
 class Thief(Protocol):

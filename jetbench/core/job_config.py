@@ -1,0 +1,77 @@
+"""`JobConfig`: what a job asks of the engine beyond its DAG, Jet's ``JobConfig``.
+
+>>> JobConfig()
+JobConfig(processing_guarantee='none', snapshot_interval_ms=10000, max_restarts=3, snapshot_store=None, initial_snapshot=None)
+>>> JobConfig(processing_guarantee="exactly_once", snapshot_interval_ms=500).snapshots
+True
+>>> JobConfig(processing_guarantee="twice")
+Traceback (most recent call last):
+  ...
+jetbench.core.errors.JetbenchError: processing_guarantee must be one of 'none', 'at_least_once', 'exactly_once', got 'twice'
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+from .errors import JetbenchError
+
+if TYPE_CHECKING:
+    from .snapshot_store import SnapshotStore
+
+NONE = "none"
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE = "exactly_once"
+GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
+
+#: what ``snapshot_store`` takes: a `SnapshotStore`, the path of its SQLite file, or None (the
+#: default store under the user's cache directory)
+StoreSpec = Union["SnapshotStore", str, "os.PathLike[str]", None]
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """A job's processing guarantee and fault-tolerance settings.
+
+    ``processing_guarantee``: ``"none"`` (the default: no snapshots, nothing on the hot path; a
+    failure fails the job), ``"at_least_once"`` (snapshots without aligning inputs: after a
+    restart some items may be processed twice) or ``"exactly_once"`` (aligned snapshots: the
+    result equals a failure-free run's). ``snapshot_interval_ms``: time between snapshots (Jet's
+    default, 10 s). ``max_restarts``: how many times a failed job restarts from its last good
+    snapshot (from the start if it has none) before failing with the history of its failures.
+    ``snapshot_store``: a `SnapshotStore` or the path of its SQLite file (default: the
+    ``snapshots.sqlite`` file under the user's cache directory). ``initial_snapshot``: start from
+    the named snapshot (one `Job.export_snapshot` made, or ``"job/<name>"``: the last good
+    snapshot a job of that name left in the store, e.g. when its process was killed).
+    """
+
+    processing_guarantee: str = NONE
+    snapshot_interval_ms: int = 10_000
+    max_restarts: int = 3
+    snapshot_store: StoreSpec = None
+    initial_snapshot: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.processing_guarantee not in GUARANTEES:
+            raise JetbenchError(f"processing_guarantee must be one of {', '.join(map(repr, GUARANTEES))}, "
+                                f"got {self.processing_guarantee!r}")
+        interval = self.snapshot_interval_ms
+        if isinstance(interval, bool) or not isinstance(interval, int | float) or not interval > 0:
+            raise JetbenchError(f"snapshot_interval_ms must be a number > 0, got {interval!r}")
+        restarts = self.max_restarts
+        if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 0:
+            raise JetbenchError(f"max_restarts must be an int >= 0, got {restarts!r}")
+        if self.initial_snapshot is not None and (not isinstance(self.initial_snapshot, str)
+                                                  or not self.initial_snapshot):
+            raise JetbenchError(f"initial_snapshot must be a snapshot's name, got {self.initial_snapshot!r}")
+
+    @property
+    def snapshots(self) -> bool:
+        """Whether the job takes snapshots (a processing guarantee was asked for)."""
+        return self.processing_guarantee != NONE
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == EXACTLY_ONCE

@@ -1,0 +1,458 @@
+"""Fault tolerance: the snapshot coordinator and the job that restarts from its snapshots.
+
+A job submitted with a processing guarantee (`JobConfig`) is a `FaultTolerantJob`. Beside its
+workers it has one coordinator thread (Jet's master), which:
+
+* every ``snapshot_interval_ms`` starts snapshot *n* (`SnapshotCoordinator.requested_id`) and
+  wakes the workers; the tasklets take it as `jetbench.core.snapshot_tasklet` describes and
+  report phase 1 with their entries (or that they finished, with their final state);
+* once every live tasklet has reported, writes the snapshot to the `SnapshotStore` in one
+  transaction (the workers keep running), then opens phase 2 (``snapshot_commit_finish``) and
+  waits for it before the next snapshot;
+* when a processor raises, lets the execution end (every worker thread gone), then plans the DAG
+  again, restores the last good snapshot from the store (from the start if there is none) and
+  starts new workers, up to ``max_restarts`` times; then fails the job with every failure;
+* when the job ends, forgets its snapshots (``job/<name>`` in the store).
+
+Restored entries go to the instance that owns their key (``hash(key) % parallelism``, as a
+partitioned edge routes), a `BroadcastKey` to every instance, and the entries of a vertex some
+of whose instances had finished to the instance that saved them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .clock import Clock
+from .dag import DAG
+from .errors import JetbenchError, JobError
+from .items import BroadcastKey
+from .job import Job, JobStatus
+from .job_config import JobConfig
+from .plan import JobPlan
+from .processor import Processor
+from .snapshot_store import SnapshotData, SnapshotStore, VertexState
+from .snapshot_tasklet import SnapshotSetup
+from .tasklet import ProcessorTasklet
+
+__all__ = ["FaultTolerantJob", "SnapshotCoordinator", "SnapshotRecord", "open_store", "snapshot_support"]
+
+_log = logging.getLogger("jetbench.snapshot")
+
+_Key = tuple[str, int]
+
+
+def snapshot_support(processor: Processor) -> str:
+    """``"stateless"``, ``"supported"`` or ``"unsupported"``: how ``processor`` takes part in
+    snapshots (its class's ``snapshot_support``; overriding ``save_to_snapshot`` means supported)."""
+    support = type(processor).snapshot_support
+    if support == "stateless" and type(processor).save_to_snapshot is not Processor.save_to_snapshot:
+        return "supported"
+    return support
+
+
+def open_store(spec: Any) -> SnapshotStore:
+    """The `SnapshotStore` ``JobConfig.snapshot_store`` names (None: the default one)."""
+    if isinstance(spec, SnapshotStore):
+        return spec
+    return SnapshotStore(spec)
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    """One snapshot a job took: id, when it started (the job clock), how long until stored,
+    bytes per vertex in the store, and whether it was stored."""
+
+    snapshot_id: int
+    started: float
+    duration_s: float
+    sizes: dict[str, int] = field(default_factory=dict)
+    success: bool = True
+
+
+class SnapshotCoordinator:
+    """The snapshot state of one execution of a job, shared by its tasklets (`SnapshotContext`)
+    and the job's coordinator thread. Tasklets read the ids without a lock and report under it."""
+
+    def __init__(self, tasklets: Sequence[ProcessorTasklet], exactly_once: bool, last_id: int):
+        self.exactly_once = exactly_once
+        self.requested_id = last_id
+        self.phase2_id = last_id
+        self.phase2_success = True
+        self.cond = threading.Condition()
+        self.tasklets: list[ProcessorTasklet] = []
+        self.parallelism: dict[str, int] = {}
+        self.set_tasklets(tasklets)
+        self.phase = 0  # 0 idle, 1 waiting for phase-1 reports, 2 waiting for phase-2 reports
+        self.awaited: set[_Key] = set()
+        self.entries: dict[_Key, list[tuple[Any, Any]]] = {}
+        self.finished_entries: dict[_Key, list[tuple[Any, Any]]] = {}
+        self.started = 0.0
+
+    def set_tasklets(self, tasklets: Sequence[ProcessorTasklet]) -> None:
+        self.tasklets = list(tasklets)
+        for t in tasklets:
+            self.parallelism[t.vertex_name] = t.context.total_parallelism
+
+    # -- called by tasklets ---------------------------------------------------------------------
+
+    def phase1_done(self, tasklet: ProcessorTasklet, snapshot_id: int, entries: list[tuple[Any, Any]]) -> None:
+        key = (tasklet.vertex_name, tasklet.index)
+        with self.cond:
+            if self.phase == 1 and snapshot_id == self.requested_id:
+                self.entries[key] = entries
+                self.awaited.discard(key)
+                self.cond.notify_all()
+
+    def phase2_done(self, tasklet: ProcessorTasklet, snapshot_id: int) -> None:
+        with self.cond:
+            if self.phase == 2:
+                self.awaited.discard((tasklet.vertex_name, tasklet.index))
+                self.cond.notify_all()
+
+    def finished(self, tasklet: ProcessorTasklet, entries: list[tuple[Any, Any]]) -> None:
+        key = (tasklet.vertex_name, tasklet.index)
+        with self.cond:
+            self.finished_entries[key] = entries
+            self.awaited.discard(key)
+            self.cond.notify_all()
+
+    # -- called by the coordinator, under ``cond`` ----------------------------------------------
+
+    def start(self, now: float) -> int:
+        self.requested_id += 1
+        self.phase = 1
+        self.started = now
+        self.entries = {}
+        self.awaited = {(t.vertex_name, t.index) for t in self.tasklets} - set(self.finished_entries)
+        return self.requested_id
+
+    def snapshot(self) -> SnapshotData:
+        """Snapshot ``requested_id``: each instance's phase-1 entries, or its final state if it
+        finished before taking it."""
+        vertices: dict[str, VertexState] = {}
+        for name, n in self.parallelism.items():
+            state = VertexState(n, [[] for _ in range(n)], set())
+            for k in range(n):
+                key = (name, k)
+                if key in self.entries:
+                    state.entries[k] = self.entries[key]
+                elif key in self.finished_entries:
+                    state.entries[k] = self.finished_entries[key]
+                    state.done.add(k)
+            vertices[name] = state
+        return SnapshotData(self.requested_id, vertices)
+
+    def open_phase2(self, success: bool) -> None:
+        self.phase = 2
+        self.awaited = set(self.entries) - set(self.finished_entries)
+        self.phase2_success = success
+        self.phase2_id = self.requested_id
+
+
+def route_snapshot(data: SnapshotData, dag: DAG, default_parallelism: int
+                   ) -> tuple[dict[str, list[list[tuple[Any, Any]]]], dict[str, set[int]]]:
+    """Each vertex's entries per new instance, and the instances that had finished; a
+    `JetbenchError` naming the vertex when the snapshot does not fit the DAG."""
+    parallelism = {v.name: v.local_parallelism or default_parallelism for v in dag.vertices}
+    restore: dict[str, list[list[tuple[Any, Any]]]] = {}
+    done: dict[str, set[int]] = {}
+    for name, state in data.vertices.items():
+        if name not in parallelism:
+            if state.entry_count or state.done:
+                raise JetbenchError(f"snapshot {data.snapshot_id} holds state of vertex {name!r}, which the DAG does "
+                                    f"not have (vertices: {', '.join(parallelism)})")
+            continue
+        n = parallelism[name]
+        if state.done and n != state.parallelism:
+            raise JetbenchError(f"vertex {name!r}: snapshot {data.snapshot_id} was taken at parallelism "
+                                f"{state.parallelism} with instances {sorted(state.done)} finished; it cannot be "
+                                f"restored at parallelism {n}")
+        per: list[list[tuple[Any, Any]]] = [[] for _ in range(n)]
+        for index, entries in enumerate(state.entries):
+            for entry in entries:
+                key = entry[0]
+                if isinstance(key, BroadcastKey):
+                    for part in per:
+                        part.append(entry)
+                elif state.done:
+                    per[index].append(entry)
+                else:
+                    try:
+                        per[hash(key) % n].append(entry)
+                    except TypeError:
+                        raise JetbenchError(f"vertex {name!r}: snapshot key {key!r} is not hashable") from None
+        restore[name] = per
+        done[name] = set(state.done)
+    return restore, done
+
+
+class FaultTolerantJob(Job):
+    """A `Job` with a processing guarantee: snapshots, restarts and exports (see the module)."""
+
+    def __init__(self, name: str, clock: Clock, service: Any, dag: DAG, config: JobConfig,
+                 store: SnapshotStore, initial: SnapshotData | None):
+        super().__init__(name, clock)
+        self.service = service
+        self.dag = dag
+        self.config = config
+        self.store = store
+        self.owner = f"job/{name}"
+        #: every failure the job restarted after (and the last one, if it failed)
+        self.failures: list[JobError] = []
+        self.restarts = 0
+        #: every snapshot taken, oldest first
+        self.snapshot_history: list[SnapshotRecord] = []
+        #: the id of the snapshot the current execution was restored from (0: none)
+        self.restored_from = 0
+        self._initial = initial
+        self._stored_id = 0  # the newest snapshot id in the store for this job
+        self._execution_failure: JobError | None = None
+        self._execution_over = threading.Event()
+        self._finalizing = False
+        self._export_wanted = 0  # an export waits for a snapshot with an id above this
+        self._coordinator: SnapshotCoordinator | None = None
+        self._next_plan: JobPlan | None = None
+        self._blocking: dict[int, Any] = {}  # the execution's blocking workers, by id(tasklet)
+        self._thread = threading.Thread(target=self._coordinate, name=f"jetbench.{name}.coordinator", daemon=True)
+
+    # -- public --------------------------------------------------------------------------------
+
+    @property
+    def last_snapshot(self) -> SnapshotRecord | None:
+        """The newest snapshot stored, or None."""
+        good = [r for r in self.snapshot_history if r.success]
+        return good[-1] if good else None
+
+    def export_snapshot(self, name: str, timeout: float | None = 30.0) -> SnapshotRecord:
+        """Take a snapshot now and keep it in the store under ``name`` (Jet's
+        ``exportSnapshot``): ``JobConfig(initial_snapshot=name)`` starts a job from it, also
+        in another process. Waits for the snapshot (at most ``timeout`` seconds)."""
+        if not isinstance(name, str) or not name or name.startswith("job/"):
+            raise JetbenchError(f"export_snapshot: the name must be a non-empty string not starting with 'job/', "
+                                f"got {name!r}")
+        if not self.config.snapshots:
+            raise JetbenchError(f"job {self.name!r} takes no snapshots (processing_guarantee='none')")
+        coordinator = self._coordinator
+        if coordinator is None or self.is_done:
+            raise JetbenchError(f"job {self.name!r} is {self.status.value}: only a running job exports a snapshot")
+        with coordinator.cond:
+            wanted = coordinator.requested_id
+            self._export_wanted = max(self._export_wanted, wanted + 1)
+            coordinator.cond.notify_all()
+            ok = coordinator.cond.wait_for(lambda: self._stored_id > wanted or self._execution_over.is_set()
+                                           or self._coordinator is not coordinator, timeout)
+        if not ok or self._stored_id <= wanted:
+            raise JetbenchError(f"job {self.name!r}: no snapshot was stored to export as {name!r} "
+                                f"({'timed out' if not ok else 'the execution ended first'})")
+        self.store.export(self.owner, name)
+        record = self.last_snapshot
+        assert record is not None
+        return record
+
+    def live_threads(self) -> list[threading.Thread]:
+        threads = super().live_threads()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            threads.append(self._thread)
+        return threads
+
+    def join(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().join(*args, **kwargs)
+        finally:
+            if self.is_done and self._thread is not threading.current_thread():
+                self._thread.join()
+
+    def __repr__(self) -> str:
+        return (f"FaultTolerantJob({self.name!r}, {self.status.value}, {self.config.processing_guarantee}, "
+                f"{len(self.snapshot_history)} snapshots, {self.restarts} restarts)")
+
+    # -- engine side ---------------------------------------------------------------------------
+
+    def _fail(self, error: JobError, status: JobStatus) -> None:
+        if status is JobStatus.FAILED and not self._finalizing:
+            with self._lock:
+                if self._failure is not None or self._execution_failure is not None or self._done.is_set():
+                    return
+                self._execution_failure = error  # this execution ends; the coordinator decides
+                self.terminating = True
+        else:
+            super()._fail(error, status)
+        self._notify()
+
+    def _finish(self) -> None:
+        """The last worker of an execution left: tell the coordinator (it finishes the job)."""
+        self._execution_over.set()
+        self._notify()
+
+    def _notify(self) -> None:
+        coordinator = self._coordinator
+        if coordinator is not None:
+            with coordinator.cond:
+                coordinator.cond.notify_all()
+
+    def prepare(self, restore: SnapshotData | None) -> JobPlan:
+        """Plan one execution (restored from ``restore``); raises for a DAG the guarantee refuses."""
+        service = self.service
+        last_id = restore.snapshot_id if restore is not None else self._stored_id
+        setup_restore, setup_done = (route_snapshot(restore, self.dag, service.cooperative_threads)
+                                     if restore is not None else (None, None))
+        coordinator = SnapshotCoordinator((), self.config.exactly_once, last_id)
+        self._blocking = {}
+        plan: JobPlan = service._plan(self.dag, self._blocking,
+                                      SnapshotSetup(coordinator, last_id, setup_restore, setup_done))
+        coordinator.set_tasklets(plan.tasklets)
+        if self.config.snapshots:
+            try:
+                check_plan(self.dag, plan)
+            except BaseException:
+                for t in plan.tasklets:
+                    t.close_processor()
+                raise
+        self.restored_from = restore.snapshot_id if restore is not None else 0
+        self._coordinator = coordinator
+        return plan
+
+    def start(self, plan: JobPlan) -> None:
+        self._next_plan = plan
+        self._thread.start()
+
+    def _coordinate(self) -> None:
+        try:
+            plan = self._next_plan
+            self._next_plan = None
+            while True:
+                if plan is None:
+                    break
+                self._execution_over.clear()
+                self.service._launch(self, plan, self._blocking)
+                self._supervise()
+                for w in self.workers:
+                    w.thread.join()
+                if self.sampler is not None:
+                    self.sampler.join()
+                    self.sampler = None
+                failure = self._execution_failure
+                if failure is None or self._failure is not None:
+                    break
+                self.failures.append(failure)
+                if not self.config.snapshots or self.restarts >= self.config.max_restarts:
+                    self._finalizing = True
+                    Job._fail(self, self._history_error(failure), JobStatus.FAILED)
+                    break
+                self.restarts += 1
+                _log.warning("job %r restarts (%d of %d) after: %s", self.name, self.restarts,
+                             self.config.max_restarts, str(failure).splitlines()[0])
+                restore = self.store.load(self.owner) if self._stored_id else self._initial
+                self._execution_failure = None
+                self.terminating = False
+                try:
+                    plan = self.prepare(restore)
+                except Exception as exc:
+                    self._finalizing = True
+                    error = exc if isinstance(exc, JobError) else JobError(
+                        f"job {self.name!r} could not restart: {type(exc).__name__}: {exc}")
+                    if error is not exc:
+                        error.__cause__ = exc
+                    Job._fail(self, error, JobStatus.FAILED)
+                    break
+        except BaseException as exc:  # a bug in the coordinator: fail the job, never hang it
+            self._finalizing = True
+            error = JobError(f"job {self.name!r}: its snapshot coordinator failed: {type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+            Job._fail(self, error, JobStatus.FAILED)
+            self.terminating = True
+            for w in self.workers:
+                w.thread.join()
+        finally:
+            self._finalizing = True
+            try:
+                self.store.delete(self.owner)
+            except Exception as exc:
+                _log.warning("job %r: its snapshots could not be removed from %r: %s", self.name, self.store.path, exc)
+            Job._finish(self)
+
+    def _history_error(self, last: JobError) -> JobError:
+        lines = [f"job {self.name!r} failed {len(self.failures)} times (max_restarts={self.config.max_restarts}); "
+                 f"the last failure:", str(last)]
+        if len(self.failures) > 1:
+            lines.append("earlier failures:")
+            lines += [f"  {k}. {str(f).splitlines()[0]}" for k, f in enumerate(self.failures[:-1], 1)]
+        error = JobError("\n".join(lines), last.vertex, last.instance)
+        error.item, error.item_kind, error.user_frame = last.item, last.item_kind, last.user_frame
+        error.__cause__ = last.__cause__
+        error.failures = list(self.failures)  # type: ignore[attr-defined]
+        return error
+
+    def _supervise(self) -> None:
+        coordinator = self._coordinator
+        assert coordinator is not None
+        clock = self.clock
+        interval = self.config.snapshot_interval_ms / 1000 if self.config.snapshots else None
+        next_due = clock.monotonic() + interval if interval is not None else float("inf")
+        cond = coordinator.cond
+        while True:
+            store: SnapshotData | None = None
+            wake = False
+            with cond:
+                if self._execution_over.is_set():
+                    return
+                now = clock.monotonic()
+                if coordinator.phase == 1 and not coordinator.awaited and not self.terminating:
+                    store = coordinator.snapshot()
+                elif coordinator.phase == 2 and not coordinator.awaited:
+                    coordinator.phase = 0
+                    next_due = now + interval if interval is not None else next_due
+                    cond.notify_all()
+                elif (coordinator.phase == 0 and interval is not None and not self.terminating
+                      and (now >= next_due or self._export_wanted > coordinator.requested_id)):
+                    coordinator.start(now)
+                    wake = True
+                else:
+                    timeout = 0.5 if coordinator.phase else min(max(next_due - now, 0.0), 0.5)
+                    cond.wait(timeout)
+            if wake:
+                self._wake_workers()
+            if store is not None:
+                self._store(coordinator, store)
+
+    def _store(self, coordinator: SnapshotCoordinator, data: SnapshotData) -> None:
+        success = True
+        try:
+            self.store.write(self.owner, data)
+        except Exception as exc:
+            success = False
+            _log.warning("job %r: snapshot %d could not be stored: %s", self.name, data.snapshot_id, exc)
+        duration = self.clock.monotonic() - coordinator.started
+        with coordinator.cond:
+            self.snapshot_history.append(SnapshotRecord(data.snapshot_id, coordinator.started, duration,
+                                                        dict(data.sizes), success))
+            if success:
+                self._stored_id = data.snapshot_id
+            coordinator.open_phase2(success)
+            coordinator.cond.notify_all()
+        self._wake_workers()
+
+    def _wake_workers(self) -> None:
+        for w in list(self.workers):
+            w.idler.wake()
+
+
+def check_plan(dag: DAG, plan: JobPlan) -> None:
+    """A `JetbenchError` naming the vertex when a guarantee cannot be kept: a processor keeps
+    state it cannot snapshot, or a vertex has inputs of different priorities."""
+    for t in plan.tasklets:
+        if snapshot_support(t.processor) == "unsupported":
+            raise JetbenchError(
+                f"vertex {t.vertex_name!r}: {type(t.processor).__name__} keeps state it cannot save in a snapshot, so "
+                f"the job cannot have a processing guarantee; use processing_guarantee='none' or another processor")
+    priorities: dict[str, set[int]] = {}
+    for e in dag.edges:
+        priorities.setdefault(e.target.name, set()).add(e.edge_priority)
+    for vertex, ps in priorities.items():
+        if len(ps) > 1:
+            raise JetbenchError(f"vertex {vertex!r}: inputs of different priorities cannot take part in snapshots yet")

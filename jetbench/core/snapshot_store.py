@@ -1,0 +1,258 @@
+"""The snapshot store: snapshots in an SQLite file (stdlib ``sqlite3``, WAL mode), as Jet keeps
+them in IMaps.
+
+Each owner (a job, ``job/<name>``, or a name `Job.export_snapshot` gave) has two alternating
+slots (snapshot ``n`` goes to slot ``n % 2``), so writing snapshot ``n`` never touches the last
+good one, ``n - 1``. A snapshot is written in one transaction: the slot's old rows are deleted,
+the state goes in as chunks (one or more per processor instance, pickled ``(key, value)``
+entries), and the **verification record** goes in last, with the number of chunks and a digest
+of their bytes. A reader takes the newest slot whose verification record matches its chunks; a
+torn or half-written one is skipped with a `SnapshotWarning` and the other slot is used.
+
+Schema::
+
+    chunk(owner, slot, snapshot_id, vertex, instance, seq, data BLOB)        -- the state
+    verification(owner, slot, snapshot_id, created, chunks, bytes, digest, manifest)  -- last
+
+``manifest`` is JSON: per vertex, its parallelism, the instances that had finished, and the
+bytes saved.
+
+>>> import tempfile, os
+>>> store = SnapshotStore(os.path.join(tempfile.mkdtemp(), "s.sqlite"))
+>>> data = SnapshotData(1, {"src": VertexState(1, [[(BroadcastKey("offset"), 42)]], set())})
+>>> store.write("job/demo", data)
+>>> store.load("job/demo").vertices["src"].entries
+[[(BroadcastKey(key='offset'), 42)]]
+>>> store.owners()
+{'job/demo': 1}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pickle
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import JetbenchError
+from .items import BroadcastKey
+
+__all__ = ["BroadcastKey", "SnapshotData", "SnapshotStore", "SnapshotWarning", "VertexState", "default_store_path"]
+
+#: entries per chunk row: a large state is written as several rows
+CHUNK_ENTRIES = 10_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunk (
+    owner TEXT NOT NULL, slot INTEGER NOT NULL, snapshot_id INTEGER NOT NULL,
+    vertex TEXT NOT NULL, instance INTEGER NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (owner, slot, vertex, instance, seq));
+CREATE TABLE IF NOT EXISTS verification (
+    owner TEXT NOT NULL, slot INTEGER NOT NULL, snapshot_id INTEGER NOT NULL, created REAL NOT NULL,
+    chunks INTEGER NOT NULL, bytes INTEGER NOT NULL, digest TEXT NOT NULL, manifest TEXT NOT NULL,
+    PRIMARY KEY (owner, slot));
+"""
+
+
+class SnapshotWarning(UserWarning):
+    """A snapshot in the store was torn or half-written and is ignored; an older one is used."""
+
+
+@dataclass
+class VertexState:
+    """What one vertex saved: its parallelism, each instance's ``(key, value)`` entries (a list
+    per instance index) and the instances that had finished."""
+
+    parallelism: int
+    entries: list[list[tuple[Any, Any]]]
+    done: set[int] = field(default_factory=set)
+
+    @property
+    def entry_count(self) -> int:
+        return sum(len(e) for e in self.entries)
+
+
+@dataclass
+class SnapshotData:
+    """One whole snapshot: its id and every vertex's state; ``bytes`` per vertex once stored."""
+
+    snapshot_id: int
+    vertices: dict[str, VertexState]
+    sizes: dict[str, int] = field(default_factory=dict)
+
+
+def default_store_path() -> str:
+    """``$XDG_CACHE_HOME/jetbench/snapshots.sqlite`` (``~/.cache/jetbench/...`` without it)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "jetbench", "snapshots.sqlite")
+
+
+class SnapshotStore:
+    """Snapshots in the SQLite file at ``path`` (default: `default_store_path`).
+
+    Safe to use from several threads and processes: each operation opens its own connection, and
+    SQLite serialises writers (a writer waits up to ``timeout`` seconds for another).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, timeout: float = 30.0):
+        self.path = os.fspath(path) if path is not None else default_store_path()
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise JetbenchError(f"snapshot store {self.path!r}: cannot create its directory: {exc}") from None
+        with self._connect() as db:
+            db.executescript(_SCHEMA)
+
+    def __repr__(self) -> str:
+        return f"SnapshotStore({self.path!r})"
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise JetbenchError(f"snapshot store {self.path!r} cannot be opened: {exc}") from None
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            yield db
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise JetbenchError(f"snapshot store {self.path!r} is busy: {exc}") from exc
+            raise JetbenchError(f"snapshot store {self.path!r} is corrupt or unreadable: {exc}") from exc
+        finally:
+            db.close()
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def write(self, owner: str, data: SnapshotData, slot: int | None = None) -> None:
+        """Write ``data`` as ``owner``'s snapshot, in one transaction, into slot
+        ``snapshot_id % 2`` (or ``slot``); the verification record goes in last. Fills
+        ``data.sizes`` (bytes per vertex)."""
+        slot = data.snapshot_id % 2 if slot is None else slot
+        rows: list[tuple[str, int, int, bytes]] = []
+        manifest: dict[str, Any] = {}
+        for vertex, state in sorted(data.vertices.items()):
+            size = 0
+            for instance, entries in enumerate(state.entries):
+                for seq, start in enumerate(range(0, max(len(entries), 1), CHUNK_ENTRIES)):
+                    try:
+                        blob = pickle.dumps(entries[start:start + CHUNK_ENTRIES], pickle.HIGHEST_PROTOCOL)
+                    except Exception as exc:
+                        raise JetbenchError(f"vertex {vertex!r} instance {instance}: its snapshot state cannot "
+                                            f"be pickled: {type(exc).__name__}: {exc}") from exc
+                    rows.append((vertex, instance, seq, blob))
+                    size += len(blob)
+            data.sizes[vertex] = size
+            manifest[vertex] = {"parallelism": state.parallelism, "done": sorted(state.done), "bytes": size}
+        digest = hashlib.sha256()
+        for _, _, _, blob in rows:
+            digest.update(blob)
+        total = sum(len(r[3]) for r in rows)
+        with self._lock, self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("DELETE FROM verification WHERE owner = ? AND slot = ?", (owner, slot))
+                db.execute("DELETE FROM chunk WHERE owner = ? AND slot = ?", (owner, slot))
+                db.executemany("INSERT INTO chunk VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               [(owner, slot, data.snapshot_id, v, i, s, b) for v, i, s, b in rows])
+                db.execute("INSERT INTO verification VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (owner, slot, data.snapshot_id, time.time(), len(rows), total, digest.hexdigest(),
+                            json.dumps(manifest)))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def export(self, source: str, name: str) -> SnapshotData:
+        """Copy ``source``'s last good snapshot under ``name`` (replacing what ``name`` held)."""
+        data = self.load(source)
+        if data is None:
+            raise JetbenchError(f"snapshot store {self.path!r} holds no good snapshot of {source!r} to export")
+        self.delete(name)
+        self.write(name, data, slot=0)
+        return data
+
+    def delete(self, owner: str) -> None:
+        """Forget every snapshot of ``owner``."""
+        with self._lock, self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM verification WHERE owner = ?", (owner,))
+            db.execute("DELETE FROM chunk WHERE owner = ?", (owner,))
+            db.execute("COMMIT")
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def owners(self) -> dict[str, int]:
+        """Every owner with a snapshot, and the id of its newest verified one."""
+        with self._connect() as db:
+            rows = db.execute("SELECT owner, MAX(snapshot_id) FROM verification GROUP BY owner ORDER BY owner")
+            return {str(o): int(i) for o, i in rows}
+
+    def exists(self, owner: str) -> bool:
+        return owner in self.owners()
+
+    def load(self, owner: str) -> SnapshotData | None:
+        """``owner``'s newest snapshot whose verification record matches its chunks, or None.
+
+        A newer snapshot that is torn (chunks missing or damaged) or half-written (chunks without
+        a verification record) is skipped with a `SnapshotWarning`. An unreadable file raises
+        `JetbenchError`.
+        """
+        with self._connect() as db:
+            checks = db.execute(
+                "SELECT slot, snapshot_id, chunks, bytes, digest, manifest FROM verification WHERE owner = ? "
+                "ORDER BY snapshot_id DESC", (owner,)).fetchall()
+            verified_ids = {int(c[1]) for c in checks}
+            newest = max(verified_ids, default=0)
+            unverified = db.execute(
+                "SELECT DISTINCT snapshot_id FROM chunk WHERE owner = ? AND snapshot_id > ?",
+                (owner, newest)).fetchall()
+            for (sid,) in unverified:
+                if sid not in verified_ids:
+                    warnings.warn(f"snapshot store {self.path!r}: snapshot {sid} of {owner!r} has no verification "
+                                  f"record (half-written); it is ignored", SnapshotWarning, stacklevel=3)
+            for slot, sid, n_chunks, n_bytes, digest, manifest in checks:
+                rows = db.execute(
+                    "SELECT vertex, instance, seq, data FROM chunk WHERE owner = ? AND slot = ? AND snapshot_id = ? "
+                    "ORDER BY vertex, instance, seq", (owner, slot, sid)).fetchall()
+                data = self._verified(owner, int(sid), rows, int(n_chunks), int(n_bytes), str(digest), str(manifest))
+                if data is not None:
+                    return data
+        return None
+
+    def _verified(self, owner: str, sid: int, rows: list[Any], n_chunks: int, n_bytes: int, digest: str,
+                  manifest_text: str) -> SnapshotData | None:
+        h = hashlib.sha256()
+        for row in rows:
+            h.update(row[3])
+        problem = None
+        if len(rows) != n_chunks:
+            problem = f"{len(rows)} of its {n_chunks} chunks are there"
+        elif sum(len(r[3]) for r in rows) != n_bytes or h.hexdigest() != digest:
+            problem = "its chunks do not match their digest"
+        if problem is not None:
+            warnings.warn(f"snapshot store {self.path!r}: snapshot {sid} of {owner!r} is torn ({problem}); "
+                          f"an older snapshot is used if there is one", SnapshotWarning, stacklevel=4)
+            return None
+        try:
+            manifest = json.loads(manifest_text)
+            vertices = {name: VertexState(int(m["parallelism"]), [[] for _ in range(int(m["parallelism"]))],
+                                          {int(i) for i in m["done"]})
+                        for name, m in manifest.items()}
+            for vertex, instance, _, blob in rows:
+                vertices[vertex].entries[instance].extend(pickle.loads(blob))
+        except Exception as exc:
+            raise JetbenchError(f"snapshot store {self.path!r}: snapshot {sid} of {owner!r} cannot be read: "
+                                f"{type(exc).__name__}: {exc}") from exc
+        return SnapshotData(sid, vertices, {name: int(m["bytes"]) for name, m in manifest.items()})
