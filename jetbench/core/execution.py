@@ -25,17 +25,21 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .clock import SYSTEM_CLOCK, Clock
 from .dag import DAG
 from .errors import DagError, JetbenchError, JobError, JobTimeout
 from .idle import IDLE_STRATEGIES, IdleConfig, Idler, make_idler
 from .job import Job, JobStatus
+from .job_config import JobConfig
 from .metrics import WorkerStatistics
-from .plan import build_plan
+from .plan import JobPlan, build_plan
 from .sampler import MetricsSampler
 from .tasklet import DONE_STATE, ProcessorTasklet, TaskletAborted
+
+if TYPE_CHECKING:
+    from .snapshot_tasklet import SnapshotSetup
 
 _job_ids = itertools.count(1)
 
@@ -356,24 +360,42 @@ class ExecutionService:
         with self._lock:
             self._running.discard(job)
 
-    def submit(self, dag: Any, name: str | None = None) -> Job:
-        """Start ``dag`` (a `DAG`, or anything with ``to_dag()``) on background threads; return its `Job`."""
+    def submit(self, dag: Any, name: str | None = None, config: JobConfig | None = None) -> Job:
+        """Start ``dag`` (a `DAG`, or anything with ``to_dag()``) on background threads; return its `Job`.
+
+        ``config`` (a `JobConfig`) asks for a processing guarantee: the job is then a
+        `jetbench.core.snapshot.FaultTolerantJob`, which takes snapshots and restarts from them.
+        Without one (or with ``"none"``) nothing of that is planned or run.
+        """
         dag = _as_dag(dag)
+        if config is not None and not isinstance(config, JobConfig):
+            raise JetbenchError(f"config must be a JobConfig, got {config!r}")
+        if config is not None and (config.snapshots or config.initial_snapshot is not None):
+            return self._submit_fault_tolerant(dag, name or f"job-{next(_job_ids)}", config)
         job = Job(name or f"job-{next(_job_ids)}", self.clock)
         job.service = self
         blocking: dict[int, BlockingWorker] = {}  # by id(tasklet): whose outbox waits on which thread
-
-        def wait_for_room(t: ProcessorTasklet) -> None:
-            blocking[id(t)].wait_for_room(t)
-
         try:
-            plan = build_plan(dag, self.cooperative_threads, self.outbox_capacity, wait_for_room, self.clock)
+            plan = self._plan(dag, blocking)
         except JobError as exc:  # a vertex supplier raised: the job fails and join() raises it
             job._fail(exc, JobStatus.FAILED)
             job._start([], lambda: None)
             return job
         except DagError as exc:  # the message says it all: raised from here, not from inside validate()
             raise exc.with_traceback(None)  # noqa: B904 - the same exception, with a shorter traceback
+        self._launch(job, plan, blocking)
+        return job
+
+    def _plan(self, dag: DAG, blocking: dict[int, BlockingWorker], snapshots: SnapshotSetup | None = None) -> JobPlan:
+        """Plan ``dag``; a blocking tasklet's outbox waits on the worker ``blocking`` will name."""
+
+        def wait_for_room(t: ProcessorTasklet) -> None:
+            blocking[id(t)].wait_for_room(t)
+
+        return build_plan(dag, self.cooperative_threads, self.outbox_capacity, wait_for_room, self.clock, snapshots)
+
+    def _launch(self, job: Job, plan: JobPlan, blocking: dict[int, BlockingWorker]) -> None:
+        """Give ``plan``'s tasklets to new workers of ``job`` and start them."""
         job.tasklets = list(plan.tasklets)
         job.edges = plan.edges
         cooperative = self._deal_cooperative(job, plan.tasklets)
@@ -389,6 +411,24 @@ class ExecutionService:
         if self.metrics_interval_s:
             job.sampler = MetricsSampler(job, self.metrics_interval_s)
         _start_threads(job, workers)
+
+    def _submit_fault_tolerant(self, dag: DAG, name: str, config: JobConfig) -> Job:
+        from .snapshot import FaultTolerantJob, open_store
+
+        store = open_store(config.snapshot_store)
+        initial = None
+        if config.initial_snapshot is not None:
+            initial = store.load(config.initial_snapshot)
+            if initial is None:
+                known = ", ".join(map(repr, store.owners())) or "none"
+                raise JetbenchError(f"no snapshot named {config.initial_snapshot!r} in {store.path!r} "
+                                    f"(it holds: {known})")
+        job = FaultTolerantJob(name, self.clock, self, dag, config, store, initial)
+        try:
+            plan = job.prepare(initial)
+        except DagError as exc:
+            raise exc.with_traceback(None)  # noqa: B904 - the same exception, with a shorter traceback
+        job.start(plan)
         return job
 
     def _deal_cooperative(self, job: Job, tasklets: Sequence[ProcessorTasklet]) -> list[CooperativeWorker]:
