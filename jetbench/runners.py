@@ -28,6 +28,7 @@ from .core.dag import DAG
 from .core.errors import JetbenchError
 from .core.execution import ExecutionService
 from .core.job import Job, register_waiter
+from .core.job_config import JobConfig
 from .pipeline import Pipeline
 from .runner_errors import RunnerOptionError
 
@@ -49,7 +50,7 @@ def local_options() -> tuple[str, ...]:
 
 
 def run(job: DAG | Pipeline, timeout: float | None = None, fuse: bool | None = None, runner: Any = "local",
-        progress: bool | None = None, **options: Any) -> Any:
+        progress: bool | None = None, config: JobConfig | None = None, **options: Any) -> Any:
     """Run a DAG or Pipeline to completion and return the value of its collecting sink (a list
     for ``sinks.collect()``), or None if it has none.
 
@@ -58,6 +59,7 @@ def run(job: DAG | Pipeline, timeout: float | None = None, fuse: bool | None = N
     options of `jetbench.spark.SparkConfig`: ``session=``, ``partitions=``, the executor's
     settings) or a runner object with a ``run(job, timeout=, fuse=)`` method, used as it is
     (then ``options`` must be empty). ``fuse`` overrides a Pipeline's fusion setting.
+    ``config`` (a `JobConfig`: processing guarantee, snapshots, restarts) is for the local runner.
 
     While the local runner waits, a notebook shows a live progress line and a terminal a tqdm
     bar (`jetbench.notebook.progress`): ``progress=False`` (or ``JETBENCH_PROGRESS=0``) turns
@@ -71,7 +73,9 @@ def run(job: DAG | Pipeline, timeout: float | None = None, fuse: bool | None = N
                     raise RunnerOptionError("local", name, accepted)
             if isinstance(job, Pipeline):
                 job = job.to_dag(fuse=fuse)
-            return ExecutionService(**options).run(job, timeout=timeout, progress=progress)
+            return ExecutionService(**options).run(job, timeout=timeout, progress=progress, config=config)
+        if config is not None and config.processing_guarantee != "none":
+            raise JetbenchError(f"run(): processing guarantees are for the local runner, not {runner!r}")
         if runner == "spark":
             from .spark import SparkRunner
 

@@ -461,14 +461,16 @@ class ExecutionService:
             workers.append(w)
         return workers
 
-    def run(self, dag: Any, timeout: float | None = None, progress: bool | None = None) -> Any:
-        """Submit and join: return the job's result (``progress`` as for `Job.join`).
+    def run(self, dag: Any, timeout: float | None = None, progress: bool | None = None,
+            config: JobConfig | None = None) -> Any:
+        """Submit and join: return the job's result (``progress`` as for `Job.join`, ``config``
+        as for `submit`).
 
         Nobody else holds the job, so it never outlives this call: an interrupt or any other
         exception while waiting cancels it (see `Job.join`), and so does running out of
         ``timeout`` (`JobTimeout`), each after waiting for the job's threads to end.
         """
-        job = self.submit(dag)
+        job = self.submit(dag, config=config)
         try:
             return job.join(timeout, progress=progress)
         except JobTimeout as exc:
