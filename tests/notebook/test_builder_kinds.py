@@ -150,7 +150,7 @@ def test_new_kinds_badges_reach_the_widget_state():
     j = b.add_vertex("hash_join", name="j", params={"left_key": "x", "right_key": "x("})
     b.connect(a, j)
     assert [(p["message"], p["level"]) for p in b.problems["vertices"][j]] == [
-        ("right_key: '(' was never closed", "error"), ("input 1 (build) not connected", "error")]
+        ("right_key: '(' was never closed at line 1, column 2", "error"), ("input 1 (build) not connected", "error")]
     g = b.add_vertex("global_aggregate", name="g", parallelism=3)
     b.connect(a, g)
     assert [p["level"] for p in b.problems["vertices"][g]] == ["warning"]
@@ -211,7 +211,7 @@ def test_fused_transform_steps_validate_per_line_and_run(tmp_path):
     for steps, problem in [("map x", "steps: line 1: expected 'map: ...', 'filter: ...' or 'flat_map: ...', got 'map x'"),
                            ("map: x\nreduce: x", "steps: line 2: expected 'map: ...', 'filter: ...' or 'flat_map: ...', "
                                                  "got 'reduce: x'"),
-                           ("map: x\nfilter: x >", "steps: step 2 (filter): invalid syntax"),
+                           ("map: x\nfilter: x >", "steps: step 2 (filter): invalid syntax at line 1, column 4"),
                            ("filter:", "steps: line 1: filter has no code")]:
         m.update_vertex(t, params={"steps": steps})
         assert messages(m, "words") == [(problem, "error")]
@@ -234,7 +234,7 @@ def test_service_maps_blocking_and_async(tmp_path):
     assert sorted(run(loaded.to_dag())) == [1, 11, 21, 31, 41, 51]
     assert "async def v_slow_fn(service, x):\n    await service(0.001)\n    return x + 1" in m.to_code()
     m.update_vertex(slow, params={"fn": "x +"})
-    assert messages(m, "slow") == [("fn: invalid syntax", "error")]
+    assert messages(m, "slow") == [("fn: invalid syntax at line 1, column 4", "error")]
     m.update_vertex(slow, params={"fn": "await service(0) or x", "max_concurrent": 0})
     assert messages(m, "slow") == [("max_concurrent: must be >= 1, got 0", "error")]
 

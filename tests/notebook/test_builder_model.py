@@ -172,7 +172,7 @@ def test_validation_problems_land_on_the_vertex_or_edge_at_fault():
     m.connect(bad, body)
     m.connect(body, out)
     found = messages(m)
-    assert ("vertex", "bad", "fn: invalid syntax") in found
+    assert ("vertex", "bad", "fn: invalid syntax at line 1, column 4") in found
     assert ("vertex", "noreturn", "fn: a function body needs a return statement") in found
     assert ("vertex", "lonely", "input not connected") in found
     assert ("vertex", "out", "local parallelism must be >= 1, got 0") in found
@@ -201,7 +201,7 @@ def test_ordinal_gaps_duplicates_partition_key_and_queue_size():
     m.update_edge(e, target_ordinal=1, routing="partitioned")
     assert messages(m) == {("edge", "b->join", "key: a partitioned edge needs a key")}
     m.update_edge(e, key="x % (")
-    assert {msg for _, _, msg in messages(m)} == {"key: '(' was never closed"}
+    assert {msg for _, _, msg in messages(m)} == {"key: '(' was never closed at line 1, column 5"}
     m.update_edge(e, key="x % 3", queue_size=0)
     assert messages(m) == {("edge", "b->join", "queue size must be an int >= 1, got 0")}
     m.update_edge(e, queue_size=16, priority=1)

@@ -18,6 +18,7 @@ import ast
 import builtins
 import functools
 import importlib
+import symtable
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -62,15 +63,35 @@ def check_code(code: str, args: tuple[str, ...], asynchronous: bool = False) -> 
     try:
         compile(function_source(code, args, "_f", asynchronous), "<code>", "exec")
     except SyntaxError as exc:
-        line = exc.lineno - 1 if exc.lineno else None  # line 1 is the def
-        where = f" (line {line})" if line and "\n" in code.strip() else ""
-        return f"{exc.msg}{where}"
+        return f"{exc.msg}{_position(code, exc)}"
     except (ValueError, TypeError) as exc:  # e.g. a null byte
         return str(exc)
     text = code.strip()
     if not is_expression(text) and not _has_return(text):
         return "a function body needs a return statement"
     return None
+
+
+def _position(code: str, exc: SyntaxError) -> str:
+    """`` at line L, column C`` of a syntax error in ``code`` as the user wrote it (``exc`` is from
+    compiling `function_source` of it: line 1 there is the ``def``, and each line is the user's
+    line, dedented, then indented by 4 or, for an expression, after ``    return (``)."""
+    if not exc.lineno or exc.lineno < 2:
+        return ""
+    text = code.strip() if is_expression(code.strip()) else textwrap.dedent(code).strip("\n")
+    prefix = len("    return (") if is_expression(code.strip()) else 4
+    lead = 0 if is_expression(code.strip()) else len(code) - len(code.lstrip("\n"))
+    user_lines = code.split("\n")
+    shown_lines = text.split("\n")
+    line = exc.lineno - 1  # 1-based in the text shown to the compiler
+    if line > len(shown_lines):
+        return f" at line {len(user_lines)}"
+    column = (exc.offset or 1) - (prefix if line == 1 or not is_expression(code.strip()) else 0)
+    original = user_lines[line - 1 + lead] if line - 1 + lead < len(user_lines) else ""
+    shift = len(original) - len(original.lstrip()) - (len(shown_lines[line - 1]) - len(shown_lines[line - 1].lstrip()))
+    if is_expression(code.strip()) and line == 1:
+        shift = len(user_lines[lead]) - len(user_lines[lead].lstrip()) if user_lines else 0
+    return f" at line {line + lead}, column {max(1, column + max(0, shift))}"
 
 
 @functools.lru_cache(maxsize=8192)
@@ -80,7 +101,8 @@ def check_expr(code: str) -> str | None:
     try:
         compile(code.strip(), "<expr>", "eval")
     except SyntaxError as exc:
-        return exc.msg
+        where = f" at line {exc.lineno}, column {exc.offset}" if exc.lineno and exc.offset else ""
+        return f"{exc.msg}{where}"
     except (ValueError, TypeError) as exc:
         return str(exc)
     return None
@@ -98,6 +120,41 @@ def check_steps(text: Any) -> str | None:
         if msg:
             return f"step {i + 1} ({kind}): {msg}"
     return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _global_names(source: str) -> frozenset[str]:
+    """The names ``source`` (a module's text) reads from its globals, in any nested scope."""
+    try:
+        top = symtable.symtable(source, "<code>", "exec")
+    except (SyntaxError, ValueError, TypeError):
+        return frozenset()
+    found: set[str] = set()
+    stack = list(top.get_children())
+    while stack:
+        table = stack.pop()
+        stack.extend(table.get_children())
+        for sym in table.get_symbols():
+            if sym.is_referenced() and sym.is_global():
+                found.add(sym.get_name())
+    return frozenset(found)
+
+
+def undefined_names(code: Any, args: tuple[str, ...], ns: dict[str, Any], kind: str = "code",
+                    asynchronous: bool = False) -> list[str]:
+    """Names a ``code`` (function of ``args``) or ``expr`` text reads that neither ``ns`` (the
+    notebook's namespace) nor the builtins define, sorted; [] when it does not compile.
+
+    >>> undefined_names("tokenize(x) + [y for y in x if y in STOP]", ("x",), {"tokenize": str})
+    ['STOP']
+    """
+    if not isinstance(code, str) or not code.strip():
+        return []
+    if kind == "expr":
+        source = f"def _f():\n    return ({code.strip()})\n"
+    else:
+        source = function_source(code, args, "_f", asynchronous)
+    return sorted(n for n in _global_names(source) if n not in ns and not hasattr(builtins, n))
 
 
 def _has_return(body: str) -> bool:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import DagError
-from ...processors.builder_kind import Kind, Param
-from .code_text import check_code, check_expr, check_steps
+from ...processors.builder_kind import BuilderError, Kind, Param, parse_steps
+from .code_text import check_code, check_expr, check_steps, undefined_names
 from .dag_building import skeleton
 from .document import ROUTINGS, Document, ports_text
 
@@ -53,6 +53,10 @@ def problems(doc: Document) -> list[Problem]:
             msg = _check_param(param, v["params"].get(param.name), v["params"])
             if msg:
                 add(Problem("vertex", vid, f"{param.name}: {msg}"))
+            else:
+                msg = _undefined(param, v["params"].get(param.name), v["params"], doc.namespace)
+                if msg:
+                    add(Problem("vertex", vid, f"{param.name}: {msg}", "warning"))
         if v["kind"] == "custom" and vid not in doc.suppliers:
             add(Problem("vertex", vid, "no supplier attached (set_supplier(); a saved custom vertex keeps "
                                        "only its label)"))
@@ -90,6 +94,10 @@ def problems(doc: Document) -> list[Problem]:
             msg = check_code(e.get("key") or "", ("x",))
             if msg:
                 add(Problem("edge", eid, f"key: {'a partitioned edge needs a key' if msg == 'empty code' else msg}"))
+            else:
+                missing = undefined_names(e.get("key") or "", ("x",), doc.namespace)
+                if missing:
+                    add(Problem("edge", eid, f"key: {_not_defined(missing)}", "warning"))
         qs = e.get("queue_size")
         if not isinstance(qs, int) or isinstance(qs, bool) or qs < 1:
             add(Problem("edge", eid, f"queue size must be an int >= 1, got {qs!r}"))
@@ -220,6 +228,32 @@ def _check_param(param: Param, value: Any, params: dict[str, Any]) -> str | None
         if isinstance(size, int) and isinstance(slide, int) and slide > 0 and size % slide:
             return f"size ({size}) must be a multiple of slide ({slide})"
     return None
+
+
+def _not_defined(names: list[str]) -> str:
+    listed = ", ".join(repr(n) for n in names)
+    return (f"name{'s' if len(names) > 1 else ''} {listed} {'are' if len(names) > 1 else 'is'} not defined "
+            "in the notebook (define it in a cell, or it fails when the DAG is built or run)")
+
+
+def _undefined(param: Param, value: Any, params: dict[str, Any], ns: dict[str, Any]) -> str | None:
+    """A code, expression or steps parameter that reads names neither the notebook's namespace
+    nor the builtins define (a warning: a later cell may define them)."""
+    if not param.applies(params) or not isinstance(value, str) or not value.strip():
+        return None
+    if param.type == "code":
+        missing = undefined_names(value, param.args, ns, asynchronous=param.asynchronous)
+    elif param.type == "expr":
+        missing = undefined_names(value, (), ns, kind="expr")
+    elif param.type == "steps":
+        try:
+            steps = parse_steps(value)
+        except BuilderError:
+            return None
+        missing = sorted({n for _, code in steps for n in undefined_names(code, ("x",), ns)})
+    else:
+        return None
+    return _not_defined(missing) if missing else None
 
 
 def _port_problems(kind: Kind, ordinals: list[Any]) -> list[str]:
