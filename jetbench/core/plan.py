@@ -99,7 +99,8 @@ def _build_tasklets(
         for vertex in dag.vertices:
             lp = parallelism[vertex.name]
             for k in range(lp):
-                context = ProcessorContext(vertex.name, k, k, lp, lp, clock=clock)
+                context = ProcessorContext(vertex.name, k, k, lp, lp, clock=clock, processing_guarantee=(
+                    "none" if snapshots is None else snapshots.guarantee))
                 collectors = [c for _, c in sorted(outbound.get((vertex.name, k), []), key=lambda oc: oc[0])]
                 streams = sorted(inbound.get((vertex.name, k), []), key=lambda s: s.ordinal)
                 if snapshots is None:

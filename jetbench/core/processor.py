@@ -39,6 +39,9 @@ class ProcessorContext:
     total_parallelism: int
     logger: logging.Logger = field(default=logging.getLogger("jetbench.processor"), compare=False)
     clock: Clock = field(default=SYSTEM_CLOCK, compare=False)
+    #: the job's processing guarantee (``JobConfig.processing_guarantee``): a transactional sink
+    #: holds items back until the snapshot covering them commits unless it is ``"none"``
+    processing_guarantee: str = "none"
 
 
 class Processor:

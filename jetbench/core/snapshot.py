@@ -48,8 +48,10 @@ _Key = tuple[str, int]
 
 def snapshot_support(processor: Processor) -> str:
     """``"stateless"``, ``"supported"`` or ``"unsupported"``: how ``processor`` takes part in
-    snapshots (its class's ``snapshot_support``; overriding ``save_to_snapshot`` means supported)."""
-    support = type(processor).snapshot_support
+    snapshots (its ``snapshot_support``; overriding ``save_to_snapshot`` means supported)."""
+    support = processor.snapshot_support
+    if not getattr(processor, "replayable", True):  # e.g. a source over a one-shot iterator
+        return "unsupported"
     if support == "stateless" and type(processor).save_to_snapshot is not Processor.save_to_snapshot:
         return "supported"
     return support
@@ -89,8 +91,8 @@ class SnapshotCoordinator:
         self.set_tasklets(tasklets)
         self.phase = 0  # 0 idle, 1 waiting for phase-1 reports, 2 waiting for phase-2 reports
         self.awaited: set[_Key] = set()
-        self.entries: dict[_Key, list[tuple[Any, Any]]] = {}
-        self.finished_entries: dict[_Key, list[tuple[Any, Any]]] = {}
+        self.entries: dict[_Key, bytes] = {}  # pickled entry lists
+        self.finished_entries: dict[_Key, bytes] = {}
         self.started = 0.0
 
     def set_tasklets(self, tasklets: Sequence[ProcessorTasklet]) -> None:
@@ -100,7 +102,7 @@ class SnapshotCoordinator:
 
     # -- called by tasklets ---------------------------------------------------------------------
 
-    def phase1_done(self, tasklet: ProcessorTasklet, snapshot_id: int, entries: list[tuple[Any, Any]]) -> None:
+    def phase1_done(self, tasklet: ProcessorTasklet, snapshot_id: int, entries: bytes) -> None:
         key = (tasklet.vertex_name, tasklet.index)
         with self.cond:
             if self.phase == 1 and snapshot_id == self.requested_id:
@@ -114,7 +116,7 @@ class SnapshotCoordinator:
                 self.awaited.discard((tasklet.vertex_name, tasklet.index))
                 self.cond.notify_all()
 
-    def finished(self, tasklet: ProcessorTasklet, entries: list[tuple[Any, Any]]) -> None:
+    def finished(self, tasklet: ProcessorTasklet, entries: bytes) -> None:
         key = (tasklet.vertex_name, tasklet.index)
         with self.cond:
             self.finished_entries[key] = entries
@@ -136,7 +138,7 @@ class SnapshotCoordinator:
         finished before taking it."""
         vertices: dict[str, VertexState] = {}
         for name, n in self.parallelism.items():
-            state = VertexState(n, [[] for _ in range(n)], set())
+            state = VertexState(n, [b"" for _ in range(n)], set())
             for k in range(n):
                 key = (name, k)
                 if key in self.entries:
@@ -304,7 +306,8 @@ class FaultTolerantJob(Job):
         coordinator = SnapshotCoordinator((), self.config.exactly_once, last_id)
         self._blocking = {}
         plan: JobPlan = service._plan(self.dag, self._blocking,
-                                      SnapshotSetup(coordinator, last_id, setup_restore, setup_done))
+                                      SnapshotSetup(coordinator, last_id, setup_restore, setup_done,
+                                                    self.config.processing_guarantee))
         coordinator.set_tasklets(plan.tasklets)
         if self.config.snapshots:
             try:

@@ -69,15 +69,16 @@ class SnapshotWarning(UserWarning):
 @dataclass
 class VertexState:
     """What one vertex saved: its parallelism, each instance's ``(key, value)`` entries (a list
-    per instance index) and the instances that had finished."""
+    per instance index, or that list already pickled, as tasklets hand it over) and the
+    instances that had finished."""
 
     parallelism: int
-    entries: list[list[tuple[Any, Any]]]
+    entries: list[Any]
     done: set[int] = field(default_factory=set)
 
     @property
     def entry_count(self) -> int:
-        return sum(len(e) for e in self.entries)
+        return sum(len(e) for e in self.entries if isinstance(e, list))
 
 
 @dataclass
@@ -145,6 +146,11 @@ class SnapshotStore:
         for vertex, state in sorted(data.vertices.items()):
             size = 0
             for instance, entries in enumerate(state.entries):
+                if isinstance(entries, bytes):  # pickled by its tasklet at the barrier
+                    blob = entries or pickle.dumps([], pickle.HIGHEST_PROTOCOL)
+                    rows.append((vertex, instance, 0, blob))
+                    size += len(blob)
+                    continue
                 for seq, start in enumerate(range(0, max(len(entries), 1), CHUNK_ENTRIES)):
                     try:
                         blob = pickle.dumps(entries[start:start + CHUNK_ENTRIES], pickle.HIGHEST_PROTOCOL)

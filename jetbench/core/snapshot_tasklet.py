@@ -28,6 +28,7 @@ EMIT_DONE if the instance had finished in the snapshot restored.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -50,11 +51,11 @@ class SnapshotContext(Protocol):
     phase2_id: int
     phase2_success: bool
 
-    def phase1_done(self, tasklet: ProcessorTasklet, snapshot_id: int, entries: list[tuple[Any, Any]]) -> None: ...
+    def phase1_done(self, tasklet: ProcessorTasklet, snapshot_id: int, entries: bytes) -> None: ...
 
     def phase2_done(self, tasklet: ProcessorTasklet, snapshot_id: int) -> None: ...
 
-    def finished(self, tasklet: ProcessorTasklet, entries: list[tuple[Any, Any]]) -> None: ...
+    def finished(self, tasklet: ProcessorTasklet, entries: bytes) -> None: ...
 
 
 class BarrierInboundStream(InboundStream):
@@ -191,8 +192,9 @@ class SnapshotTasklet(ProcessorTasklet):
         return self._transition(self._after_init())
 
     def _after_init(self) -> Callable[[], bool]:
-        if self._restored_done:
-            return self._step_emit_done
+        if self._restored_done:  # finished in the snapshot: report its state again, then DONE
+            self._resume = self._step_emit_done
+            return self._step_save_final
         return self._step_process if self._group else self._step_complete
 
     def _step_restore(self) -> bool:
@@ -311,8 +313,7 @@ class SnapshotTasklet(ProcessorTasklet):
         self._entries += self.outbox.take_snapshot()
         if not done:
             return False
-        entries, self._entries = self._entries, []
-        self.snapshot.finished(self, entries)
+        self.snapshot.finished(self, self._pickled())
         return self._transition(self._step_emit_done)
 
     def _step_emit_done(self) -> bool:
@@ -329,6 +330,16 @@ class SnapshotTasklet(ProcessorTasklet):
             return False
         return self._transition(self._step_commit_prepare)
 
+    def _pickled(self) -> bytes:
+        """The entries saved, pickled now: the snapshot holds the state as it was at the barrier,
+        whatever the processor does to its objects afterwards."""
+        entries, self._entries = self._entries, []
+        try:
+            return pickle.dumps(entries, pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise JetbenchError(f"vertex {self.vertex_name!r} instance {self.index}: its snapshot state cannot be "
+                                f"pickled: {type(exc).__name__}: {exc}") from exc
+
     def _step_commit_prepare(self) -> bool:
         if not self.processor.snapshot_commit_prepare():
             return False
@@ -341,7 +352,7 @@ class SnapshotTasklet(ProcessorTasklet):
         barrier = SnapshotBarrier(self._next_id)
         if not self._offer_control(barrier):
             return False
-        entries, self._entries = self._entries, []
+        entries = self._pickled()
         self._prepared_id = self._next_id
         self._next_id += 1
         self._barrier_ordinals.clear()
@@ -388,8 +399,9 @@ class SnapshotSetup:
 
     def __init__(self, context: SnapshotContext, last_snapshot_id: int = 0,
                  restore: dict[str, list[list[tuple[Any, Any]]]] | None = None,
-                 done: dict[str, set[int]] | None = None):
+                 done: dict[str, set[int]] | None = None, guarantee: str = "exactly_once"):
         self.context = context
+        self.guarantee = guarantee
         self.last_snapshot_id = last_snapshot_id
         self.restore = restore
         self.done = done or {}

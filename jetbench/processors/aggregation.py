@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
+from ..core.items import BroadcastKey
 from .aggregate_operation import AggregateOperation, require_operation
 from .builder_kind import (
     AGGREGATE_IMPORT,
@@ -40,7 +41,14 @@ class _KeyedEmitterP(EmittingProcessor):
 
     ``values_only`` emits just the values (a global aggregate, all under one key), and
     ``emit_empty`` then emits ``finish(create())`` when no item arrived at all.
+
+    Snapshots: the state is one ``(key, accumulator)`` entry per group (each restored into the
+    instance owning the key; accumulators of one key from two instances are combined); once
+    ``complete()`` has begun, only the groups not yet emitted, and a broadcast marker that the
+    empty result is no longer due.
     """
+
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(self, op: AggregateOperation, finish: bool, values_only: bool = False, emit_empty: bool = False):
         self.op = op
@@ -48,21 +56,79 @@ class _KeyedEmitterP(EmittingProcessor):
         self._finish = op.finish_fn if finish else None
         self._values_only = values_only
         self._emit_empty = emit_empty
-        self._results: Iterator[Any] | None = None
+        self._order: list[Hashable] | None = None  # the keys complete() emits, in order
+        self._emitted = 0  # how many of them went out
+        self._saving: Iterator[tuple[Any, Any]] | None = None
+        self._refused: tuple[Any, Any] | None = None
 
     def complete(self) -> bool:
-        if self._results is None:
-            if self._emit_empty and not self.groups:
-                self.groups[None] = self.op.create()
-            finish, pairs = self._finish, self.groups.items()
+        groups = self.groups
+        if self._order is None:
+            if self._emit_empty and not groups:
+                groups[None] = self.op.create()
+            self._order = list(groups)
+        emitter = self._emitter
+        room = emitter.free_room()
+        if room <= 0:
+            return False
+        keys = self._order[self._emitted:self._emitted + room]
+        self._emitted += len(keys)
+        if keys:
+            finish = self._finish
+            results: list[Any]
             if self._values_only:
-                self._results = (a for _, a in pairs) if finish is None else (finish(a) for _, a in pairs)
+                results = [groups[k] for k in keys] if finish is None else [finish(groups[k]) for k in keys]
             else:
-                self._results = iter(pairs) if finish is None else ((k, finish(a)) for k, a in pairs)
-        if self._emitter.emit_from(self._results):
+                results = [(k, groups[k]) for k in keys] if finish is None else [(k, finish(groups[k])) for k in keys]
+            emitter.emit(results)
+        if self._emitted >= len(self._order) and not emitter.pending:
             self.groups = {}
+            self._order, self._emitted = [], 0
             return True
         return False
+
+    def _state(self) -> Iterator[tuple[Any, Any]]:
+        groups = self.groups
+        if self._order is None:
+            yield from list(groups.items())
+            return
+        if self._emit_empty:
+            yield BroadcastKey("emitting"), True
+        for k in self._order[self._emitted:]:
+            yield k, groups[k]
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # results already taken belong before the barrier
+            return False
+        offer = self.outbox.offer_to_snapshot
+        if self._saving is None:
+            self._saving = self._state()
+        if self._refused is not None:
+            if not offer(*self._refused):
+                return False
+            self._refused = None
+        for entry in self._saving:
+            if not offer(*entry):
+                self._refused = entry
+                return False
+        self._saving = None
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        groups = self.groups
+        combine = self.op.combine
+        for key, value in inbox.take():
+            if isinstance(key, BroadcastKey):
+                if key.key == "emitting":
+                    self._emit_empty = False  # the empty result went out (or a group will)
+                continue
+            if key in groups:
+                if combine is None:
+                    raise JetbenchError(f"vertex {self.context.vertex_name!r}: key {key!r} was restored twice and "
+                                        "the operation has no combine")
+                groups[key] = combine(groups[key], value)
+            else:
+                groups[key] = value
 
 
 class AccumulateByKeyP(_KeyedEmitterP):

@@ -24,6 +24,8 @@ class CoGroupP(EmittingProcessor):
     seen on either side, in the order keys were first seen, each list in arrival order.
     """
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
         self.key_fns = (left_key, right_key)
         self.groups: dict[Hashable, tuple[list[Any], list[Any]]] = {}

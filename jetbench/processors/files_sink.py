@@ -19,6 +19,8 @@ class FilesSinkP(Processor):
     Non-cooperative (blocking file I/O); the file is flushed and closed in ``close()``.
     """
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     is_cooperative = False
 
     def __init__(self, directory: str, encoding: str = "utf-8"):

@@ -25,6 +25,8 @@ class FilesSourceP(EmittingProcessor):
     characters and emits them as one batch; it also copes with a refusing outbox (tests).
     """
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     is_cooperative = False
 
     def __init__(self, paths: list[str], encoding: str = "utf-8", glob_pattern: str | None = None):

@@ -29,6 +29,8 @@ class HashJoinP(EmittingProcessor):
     ``(ts, (left, right))``.
     """
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     def __init__(
         self,
         left_key: Callable[[Any], Hashable],

@@ -66,6 +66,8 @@ class InsertWatermarksP(Processor):
     ``watermarks_emitted`` (real watermarks), ``idle_messages_emitted``.
     """
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     def __init__(
         self,
         ts_fn: Callable[[Any], int | float] | None,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Any, ClassVar
 
+from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
+from ..core.items import BroadcastKey
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from .builder_kind import Kind, Param, Reader, eval_expr
@@ -17,22 +21,62 @@ class ItemsSourceP(EmittingProcessor):
 
     A sequence (list, tuple, range) is split over the vertex's instances by stride (instance
     k of n emits items k, k+n, ...); any other iterable is read once, by instance 0 only.
+
+    Snapshots: each instance saves how many of its items it has emitted (under a broadcast key
+    naming the instance); a restored instance skips that many. An iterator cannot be read again,
+    so a source over one refuses a processing guarantee (``replayable`` is False).
     """
+
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(self, items: Iterable[Any]):
         self._items = items
-        self._iterator = iter(())
+        self._iterator: Iterator[Any] = iter(())
+        self._part: Iterable[Any] = ()
+        self._position = 0  # items of this instance's part taken from the iterator so far
+        self.replayable = not isinstance(items, Iterator)
+
+    def _my_part(self, items: Iterable[Any], n: int, k: int) -> Iterable[Any]:
+        if isinstance(items, Sequence):
+            return items[k::n] if n > 1 else items
+        return items if k == 0 else ()
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
-        items, n, k = self._items, context.total_parallelism, context.global_index
-        if isinstance(items, Sequence):
-            self._iterator = iter(items[k::n] if n > 1 else items)
-        elif k == 0:
-            self._iterator = iter(items)
+        self._part = self._my_part(self._items, context.total_parallelism, context.global_index)
+        self._iterator = iter(self._part)
 
     def complete(self) -> bool:
-        return self._emitter.emit_from(self._iterator)
+        emitter = self._emitter
+        room = emitter.free_room()
+        if room <= 0:
+            return False
+        chunk = list(islice(self._iterator, room))
+        self._position += len(chunk)
+        if chunk:
+            emitter.emit(chunk)
+        return len(chunk) < room and not emitter.pending
+
+    def _snapshot_key(self) -> BroadcastKey:
+        return BroadcastKey((type(self).__name__, self.context.global_index))
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # items taken but not yet out belong before the barrier
+            return False
+        return self.outbox.offer_to_snapshot(self._snapshot_key(), (self.context.total_parallelism, self._position))
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine = self._snapshot_key()
+        for key, value in inbox.take():
+            if key != mine:
+                continue  # another instance's offset
+            parallelism, position = value
+            if parallelism != self.context.total_parallelism:
+                raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
+                                    f"{parallelism}, this job runs {self.context.total_parallelism} instances")
+            part = self._part
+            self._iterator = iter(part[position:]) if isinstance(part, Sequence) else islice(iter(part), position, None)
+            self._position = position
 
 
 def items_source(items: Iterable[Any]) -> ProcessorSupplier:

@@ -29,6 +29,8 @@ class LatencySinkP(Processor):
     then a uniform reservoir of ``limit`` of them (algorithm R).
     """
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     collects = True
 
     def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT, seed: int | None = None):

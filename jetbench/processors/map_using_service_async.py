@@ -48,6 +48,8 @@ class AsyncMapP(EmittingProcessor):
     loop (for services that must be created inside it). ``service.close()`` may be sync or async.
     """
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     def __init__(
         self,
         service_factory: Callable[[], Any],

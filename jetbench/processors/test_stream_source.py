@@ -13,14 +13,17 @@ from .supplier import ProcessorSupplier, made_by
 
 
 class TestStreamP(ItemsSourceP):
-    """Emits scripted ``(timestamp, item)`` events in order, from global instance 0 only (the
-    events go in as an iterator, which `ItemsSourceP` reads from one instance)."""
+    """Emits scripted ``(timestamp, item)`` events in order, from global instance 0 only;
+    snapshots save its position in the script (see `ItemsSourceP`)."""
 
     __test__ = False  # not a pytest test class
 
     def __init__(self, events: tuple[tuple[float, Any], ...]):
-        super().__init__(iter(events))
+        super().__init__(events)
         self.events = events
+
+    def _my_part(self, items: Iterable[Any], n: int, k: int) -> Iterable[Any]:
+        return self.events if k == 0 else ()
 
 
 def test_stream_source(events: Iterable[tuple[float, Any]]) -> ProcessorSupplier:

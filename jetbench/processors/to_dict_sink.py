@@ -15,6 +15,8 @@ from .supplier import ProcessorSupplier, made_by
 class ToDictSinkP(Processor):
     """Puts ``(key, value)`` pairs into a dict (a later value replaces an earlier one)."""
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     collects = True
 
     def __init__(self) -> None:

@@ -88,6 +88,8 @@ class SlidingWindowP(Processor):
     (`folds_batches`).
     """
 
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+
     def __init__(
         self,
         key_fn: Callable[[Any], Hashable] | None,
@@ -326,6 +328,8 @@ class SessionWindowP(Processor):
     touching sessions merge (``op.combine``). A watermark emits every session with
     ``end <= wm``, ordered by end, then is forwarded.
     """
+
+    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
 
     def __init__(
         self, key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation, gap: int | float
