@@ -1,8 +1,15 @@
 """``jetbench lab``: JupyterLab on the teaching notebooks, bound to loopback, 01 opened first.
 
-The server listens on 127.0.0.1 only; its root is the notebooks folder of the checkout (or
-``--dir``), and the URL it prints (and ``/``) opens ``01-getting-started.ipynb``. Anything
-after the known options goes to ``jupyter lab`` unchanged, e.g. ``--ServerApp.port=9000``.
+The server listens on 127.0.0.1 only, and the URL it prints (and ``/``) opens
+``01-getting-started.ipynb``. Anything after the known options goes to ``jupyter lab``
+unchanged, e.g. ``--ServerApp.port=9000``.
+
+Its root is a working copy of the checkout's notebooks in the user's data directory
+(``$JETBENCH_DATA_DIR/notebooks``, default ``$XDG_DATA_HOME/jetbench/notebooks``, i.e.
+``~/.local/share/jetbench/notebooks``), so that opening and running a notebook (autosave writes
+its outputs) never modifies the tracked files; `working_copy` brings a notebook there up to date
+when its source in the checkout changed, keeping an edited copy under another name. ``--dir``
+serves a folder as it is.
 
 Each notebook there is a pair: ``NN-name.ipynb``, which Lab opens, and ``NN-name.py``, its
 py:percent source (jupytext). With jupytext installed (the ``dev`` extra), Lab saves both
@@ -16,9 +23,13 @@ the .py up to date.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 #: The notebook opened when the server starts.
@@ -29,6 +40,80 @@ def default_notebook_dir() -> Path:
     """The checkout's ``notebooks/`` folder, else the current directory."""
     repo_notebooks = Path(__file__).resolve().parent.parent / "notebooks"
     return repo_notebooks if repo_notebooks.is_dir() else Path.cwd()
+
+
+#: what `working_copy` copies: the notebooks, their py:percent sources and jupytext's settings
+COPIED = ("*.ipynb", "*.py", "jupytext.toml")
+#: the working copy's record of what it copied: ``{"version", "files": {name: sha256}}``
+MANIFEST = ".jetbench-copy.json"
+
+
+def data_dir() -> Path:
+    """The user's jetbench data directory: ``$JETBENCH_DATA_DIR``, else ``$XDG_DATA_HOME/jetbench``
+    (``~/.local/share/jetbench``)."""
+    if os.environ.get("JETBENCH_DATA_DIR"):
+        return Path(os.environ["JETBENCH_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "jetbench"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def working_copy(source: Path, dest: Path | None = None) -> tuple[Path, list[str]]:
+    """Bring the copy of ``source``'s notebooks in ``dest`` (default: ``data_dir()/notebooks``) up
+    to date; returns ``(dest, what was done)``, one line per file copied or kept.
+
+    A file missing there is copied. A file whose source changed since it was copied (a new
+    version of jetbench, a ``git pull``) is copied again; if the user had edited the copy (its
+    content is not what was copied), the edited one is first renamed ``NAME.edited-TIME.ipynb``.
+    A copy of an unchanged source stays as the user left it (edits and outputs).
+
+    >>> import tempfile
+    >>> src, dst = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp()) / "nb"
+    >>> _ = (src / "01-a.ipynb").write_text("{}")
+    >>> working_copy(src, dst)[1]
+    ['copied 01-a.ipynb']
+    >>> _ = (dst / "01-a.ipynb").write_text('{"edited": 1}')
+    >>> working_copy(src, dst)[1], (dst / "01-a.ipynb").read_text()
+    ([], '{"edited": 1}')
+    >>> _ = (src / "01-a.ipynb").write_text('{"new": 1}')
+    >>> done = working_copy(src, dst)[1]
+    >>> done[0].startswith("01-a.ipynb changed in jetbench: your edited copy is now 01-a.edited-"), (dst / "01-a.ipynb").read_text()
+    (True, '{"new": 1}')
+    """
+    from . import __version__
+
+    dest = dest if dest is not None else data_dir() / "notebooks"
+    dest.mkdir(parents=True, exist_ok=True)
+    manifest_path = dest / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest = {}
+    copied: dict[str, str] = dict(manifest.get("files", {}))
+    done: list[str] = []
+    for pattern in COPIED:
+        for src in sorted(source.glob(pattern)):
+            if not src.is_file():
+                continue
+            target = dest / src.name
+            want = _digest(src)
+            if target.exists() and copied.get(src.name) == want:
+                continue  # the source did not change: the copy stays as the user left it
+            if target.exists() and _digest(target) == want:
+                copied[src.name] = want
+                continue
+            if target.exists() and src.name in copied and _digest(target) != copied[src.name]:
+                kept = target.with_name(f"{target.stem}.edited-{time.strftime('%Y%m%d-%H%M%S')}{target.suffix}")
+                target.rename(kept)
+                done.append(f"{src.name} changed in jetbench: your edited copy is now {kept.name}")
+            shutil.copy2(src, target)
+            copied[src.name] = want
+            done.append(f"copied {src.name}")
+    manifest_path.write_text(json.dumps({"version": __version__, "source": str(source), "files": copied}, indent=1))
+    return dest, done
 
 
 def lab_command(notebook_dir: Path, *, port: int | None = None, open_browser: bool = True,
@@ -51,8 +136,16 @@ def lab_command(notebook_dir: Path, *, port: int | None = None, open_browser: bo
 
 def run_lab(notebook_dir: Path | None = None, *, port: int | None = None, open_browser: bool = True,
             token: str | None = None, extra: list[str] | tuple[str, ...] = ()) -> int:
-    """Run JupyterLab in the foreground until it stops (Ctrl+C); returns its exit code."""
-    notebook_dir = (notebook_dir or default_notebook_dir()).resolve()
+    """Run JupyterLab in the foreground until it stops (Ctrl+C); returns its exit code. Without
+    ``notebook_dir`` it serves the working copy of the checkout's notebooks (`working_copy`)."""
+    if notebook_dir is None and default_notebook_dir() != Path.cwd():
+        source = default_notebook_dir().resolve()
+        notebook_dir, done = working_copy(source)
+        print(f"jetbench lab: working on a copy of {source} in {notebook_dir} (your edits and outputs stay "
+              "there; a notebook that changes in jetbench is copied again, an edited copy kept beside it)", flush=True)
+        for line in done:
+            print(f"jetbench lab:   {line}", flush=True)
+    notebook_dir = (notebook_dir or Path.cwd()).resolve()
     if not notebook_dir.is_dir():
         raise FileNotFoundError(f"jetbench lab: no notebook folder at {notebook_dir}")
     cmd = lab_command(notebook_dir, port=port, open_browser=open_browser, token=token, extra=extra)

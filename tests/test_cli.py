@@ -69,3 +69,29 @@ def test_idle_experiment_refuses_bad_arguments_with_a_message():
     assert done.returncode == 2
     assert "idle-experiment: error: idle_sweep: rates must be numbers > 0, got -5.0" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_lab_serves_a_working_copy_of_the_notebooks_and_says_where(tmp_path, monkeypatch, capsys):
+    """`jetbench lab` never opens the checkout's own notebooks (autosave would write outputs into
+    tracked files): it serves a copy in the user's data directory and says so."""
+    from pathlib import Path
+
+    from jetbench import lab
+
+    checkout = Path(lab.__file__).resolve().parent.parent / "notebooks"
+    before = {p.name: p.read_bytes() for p in checkout.iterdir() if p.is_file()}
+    monkeypatch.setenv("JETBENCH_DATA_DIR", str(tmp_path / "data"))
+    served = []
+    monkeypatch.setattr(lab.subprocess, "call", lambda cmd, cwd: served.append((cmd, cwd)) or 0)
+    assert lab.run_lab(open_browser=False) == 0
+    copy = tmp_path / "data" / "notebooks"
+    out = capsys.readouterr().out
+    assert f"working on a copy of {checkout} in {copy}" in out and "copied 01-getting-started.ipynb" in out
+    assert served[0][1] == copy and f"--ServerApp.root_dir={copy}" in served[0][0]
+    assert (copy / "01-getting-started.ipynb").read_bytes() == before["01-getting-started.ipynb"]
+    # the user's edits stay; a second start copies nothing
+    (copy / "01-getting-started.ipynb").write_text("{}")
+    lab.run_lab(open_browser=False)
+    assert "  copied " not in capsys.readouterr().out
+    assert (copy / "01-getting-started.ipynb").read_text() == "{}"
+    assert {p.name: p.read_bytes() for p in checkout.iterdir() if p.is_file()} == before
