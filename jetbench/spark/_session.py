@@ -10,6 +10,7 @@ of the process's own (`run_dir`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -213,16 +214,79 @@ def session(
         builder = SparkSession.builder.appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)
-        spark = builder.getOrCreate()
+        with _jvm_notice_filtered():
+            spark = builder.getOrCreate()
         _embedded = spark
         return spark
 
 
-def stop() -> None:
-    """Stop the session `session()` created, if it is running (a user's own session is left alone)."""
+#: what the JVM says on every start (Spark's launcher always adds the incubating vector API module)
+_JVM_NOTICE = b"WARNING: Using incubator modules"
+
+
+@contextlib.contextmanager
+def _jvm_notice_filtered() -> Any:
+    """While inside, file descriptor 2 is a pipe that drops the JVM's start-up notice
+    "WARNING: Using incubator modules: jdk.incubator.vector" (a notebook shows it in red though
+    nothing is wrong) and passes every other line on: a JVM started inside keeps that pipe for
+    its stderr, so its real errors still show."""
+    try:
+        saved = os.dup(2)
+        read, write = os.pipe()
+    except OSError:
+        yield
+        return
+
+    def pump() -> None:
+        with os.fdopen(read, "rb") as source:
+            for line in source:
+                if not line.startswith(_JVM_NOTICE):
+                    with contextlib.suppress(OSError):
+                        os.write(saved, line)
+
+    threading.Thread(target=pump, name="jetbench-jvm-stderr", daemon=True).start()
+    os.dup2(write, 2)
+    os.close(write)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)  # this process's stderr as it was; the JVM keeps the pipe
+
+
+def stop(jvm: bool = False) -> None:
+    """Stop the session `session()` created, if it is running (a user's own session is left alone).
+
+    Stopping a session leaves its JVM running (a few hundred MB), ready for the next session.
+    ``jvm=True`` ends the JVM too when no session runs any more: Spark's gateway exits when
+    its standard input closes; the next `session()` starts a new JVM (≈4 s)."""
     global _embedded
     with _lock:
         if _embedded is not None:
             spark, _embedded = _embedded, None
             if getattr(spark.sparkContext, "_jsc", None) is not None:
                 spark.stop()
+        if jvm and _active() is None:
+            _stop_jvm()
+
+
+def _stop_jvm() -> None:
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    if proc is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # PythonGatewayServer exits on end of input
+        try:
+            proc.wait(timeout=15)
+        except Exception:
+            proc.kill()
+            proc.wait(timeout=5)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
