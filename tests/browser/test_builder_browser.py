@@ -190,6 +190,7 @@ def test_drag_connect_validate_edit_and_run(lab, page):
 
     # drag "map" and "filter" from the palette onto the canvas, between the two
     canvas = page.locator(f"{B} .jbb-canvas").bounding_box()
+    page.locator(f'{B} .jbb-pal-cat[data-category="transform"]').click()  # one category open at a time
     for kind, fx in (("map", 0.35), ("filter", 0.62)):
         drop = (canvas["x"] + canvas["width"] * fx, canvas["y"] + canvas["height"] * 0.72)
         drag(page, center(page, f'{B} .jbb-pal-item[data-kind="{kind}"]'), drop)
@@ -407,7 +408,10 @@ def test_fifty_vertices_render_and_edit(lab, page):
     render_ms = float(big.get_attribute("data-render-ms"))
     assert big.locator(".react-flow__node").count() == 50
     assert big.locator(".react-flow__edge").count() == 54
-    wait_fitted(page)
+    # too wide to fit at a legible zoom: the sources at the left edge, the minimap for the rest
+    wait_js(page, f"() => document.querySelector('{B}')?.dataset.fitZoom === '0.700'")
+    big.locator(".react-flow__minimap").wait_for()
+    assert inside(page, node("src"), f"{B} .jbb-canvas")
 
     # one edit: rename a vertex in the side panel (browser -> kernel -> validation -> browser);
     # typed key by key: the notebook's own shortcuts (a, b, d, ...) must not fire meanwhile
@@ -483,3 +487,119 @@ def test_info_badge_and_multiline_steps(lab, page):
     steps.wait_for()
     assert steps.input_value() == "map: x + 1\nfilter: x > 2"
     screenshot(page.locator(B).first, "builder-info-badge.png")
+
+
+SIX = """\
+from jetbench import ExecutionService
+from jetbench.notebook import DagBuilder
+
+def tokenize(line):
+    return line.lower().split()
+
+six = DagBuilder(service=ExecutionService(cooperative_threads=2))
+six.add_vertex("items", "read", params={"items": "['a b', 'b c', 'c d']"}, parallelism=2)
+six.add_vertex("flat_map", "split", params={"fn": "tokenize(x)"})
+six.add_vertex("filter", "non-empty", params={"fn": "x != ''"})
+six.add_vertex("accumulate_by_key", "accumulate", params={"key": "x", "op": "counting"})
+six.add_vertex("combine_by_key", "combine", params={"op": "counting"})
+six.add_vertex("collect", "sink", parallelism=1)
+six.connect("read", "split")
+six.connect("split", "non-empty")
+six.connect("non-empty", "accumulate", routing="partitioned", key="x")
+six.connect("accumulate", "combine", routing="partitioned", key="x[0]")
+six.connect("combine", "sink")
+six.forget_history()
+display(six)
+"""
+
+
+def fit_zoom(page) -> float:
+    return float(page.locator(B).first.get_attribute("data-fit-zoom") or "0")
+
+
+def test_six_vertices_legible_refit_click_to_add_names_failures_and_snapshot(lab, page):
+    """Issue 15's rough edges of notebook 01's builder: a 6-vertex DAG fits at a legible zoom and
+    refits when the canvas changes size; every palette category is above the fold and a click
+    adds its kind in the middle of the view; labels are whole; an undefined name warns (and the
+    warning goes once a cell defines it); a syntax error says where; a failed run badges the
+    vertex that failed; the saved notebook shows a static drawing when the widget is gone."""
+    write_notebook(lab.root / "six.ipynb", [SIX])
+    open_notebook(page, lab, "six.ipynb")
+    run_all(page, 1)
+    builder = page.locator(B)
+    page.wait_for_selector(node("sink"))
+    wait_js(page, f"() => document.querySelector('{B}')?.dataset.fitZoom !== undefined")
+    wait_fitted(page)
+    assert fit_zoom(page) >= 0.7, fit_zoom(page)  # 11 px text stays >= 7.7 px
+    assert page.locator(f"{B} .jbb-panel").count() == 0  # a narrow builder starts with the canvas wide
+    # every category header is inside the palette (the sinks are not below the fold), labels whole
+    assert inside(page, f"{B} .jbb-pal-cat", f"{B} .jbb-palette")
+    page.locator(f'{B} .jbb-pal-cat[data-category="source"]').click()
+    spark = page.locator(f'{B} .jbb-pal-item[data-kind="spark_dataframe"]')
+    if spark.count():
+        assert spark.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+    assert page.locator(f"{node('accumulate')} .jbb-node-kind").evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+    screenshot(builder, "builder-six-fit.png")
+
+    # JupyterLab's left side bar opens: the canvas narrows, the builder refits
+    z0 = fit_zoom(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+    wait_js(page, "([sel, z]) => document.querySelector(sel)?.dataset.fitZoom !== z", [B, f"{z0:.3f}"])
+    wait_fitted(page)
+    screenshot(builder, "builder-six-refit-sidebar.png")
+    page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+
+    # a click on a palette item adds it in the middle of the view, on a free spot
+    page.locator(f'{B} .jbb-pal-cat[data-category="sink"]').click()
+    page.locator(f'{B} .jbb-pal-item[data-kind="collect"]').click()
+    page.wait_for_selector(node("collect"))
+    wait_fitted(page)
+    box = page.locator(node("collect")).bounding_box()
+    canvas = page.locator(f"{B} .jbb-canvas").bounding_box()
+    assert abs(box["x"] + box["width"] / 2 - (canvas["x"] + canvas["width"] / 2)) < canvas["width"] * 0.35, (box, canvas)
+    page.locator(f"{B} button.jbb-undo").click()
+    wait_js(page, f"() => !document.querySelector('{node('collect')}')")
+
+    # an undefined name: a warning on the vertex, gone once a cell defines the name
+    click_node(page, "split")
+    page.locator(f"{B} .jbb-panel").wait_for()  # selecting opens the side panel
+    code = page.locator(f'{B} .jbb-panel textarea[data-field="param:fn"]')
+    code.fill("tokens(x)")
+    code.blur()
+    page.wait_for_selector(f"{node('split')} .jbb-badge-warning")
+    assert "'tokens' is not defined" in page.locator(f"{node('split')} .jbb-badge").get_attribute("title")
+    run_new_cell(page, "tokens = tokenize")
+    wait_js(page, f"() => !document.querySelector('{node('split')} .jbb-badge')")
+    # a syntax error says where
+    code = page.locator(f'{B} .jbb-panel textarea[data-field="param:fn"]')
+    code.fill("tokens(x")
+    code.blur()
+    page.wait_for_selector(f"{node('split')} .jbb-badge-error")
+    assert "at line 1, column 7" in page.locator(f"{node('split')} .jbb-badge").get_attribute("title")
+    screenshot(builder, "builder-syntax-position.png")
+
+    # a failed run: the failing vertex gets a badge saying so
+    code = page.locator(f'{B} .jbb-panel textarea[data-field="param:fn"]')
+    code.fill("[1 // (len(x) - 3)]")  # "a b" has 3 characters
+    code.blur()
+    wait_badges(page, 0)
+    page.locator(f"{B} button.jbb-run").click()
+    page.wait_for_selector(f'{B} .jbb-runbar[data-status="failed"]', timeout=20_000)
+    page.wait_for_selector(f"{node('split')}.jbb-run-failed .jbb-badge-error")
+    assert "the run failed here" in page.locator(f"{node('split')} .jbb-badge").get_attribute("title")
+    screenshot(builder, "builder-run-failed.png")
+
+    # the static snapshot: in the page but hidden while the builder is live, refreshed after a cell
+    snap = page.locator('.jp-NotebookPanel .jetbench-snapshot[data-for="builder"]')
+    assert snap.count() == 1 and not snap.is_visible()
+    run_new_cell(page, 'six.update_vertex("sink", name="counts")')
+    wait_js(page, "() => document.querySelector('.jetbench-snapshot[data-for=\"builder\"]')?.textContent.includes('counts')")
+    # saved, then opened with a new kernel: no model any more, the drawing shows instead
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    lab.shutdown_kernels()
+    page.reload()
+    page.locator(".jp-NotebookPanel .jetbench-snapshot svg").first.wait_for(timeout=60_000)
+    snap = page.locator('.jp-NotebookPanel .jetbench-snapshot[data-for="builder"]')
+    assert snap.is_visible() and "counts" in snap.inner_text()
+    screenshot(page.locator(".jp-NotebookPanel .jp-Cell").first, "builder-reopened-snapshot.png")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 #: a vertex box on the canvas and the gaps between boxes (pixels; the front end uses the same)
-NODE_W, NODE_H, GAP_X, GAP_Y = 170, 64, 90, 40
+NODE_W, NODE_H, GAP_X, GAP_Y = 150, 64, 64, 40  # narrow enough for a 6-vertex chain at a legible zoom
 
 
 def layered(vertices: list[dict[str, Any]], edges: list[dict[str, Any]]) -> None:

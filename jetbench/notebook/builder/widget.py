@@ -97,6 +97,7 @@ class DagBuilder(anywidget.AnyWidget):
         self.dashboard: Any = None
         self._box: Any = None
         self._below: Any = None
+        self._snapshot: Any = None
         super().__init__(**kwargs)
         self.palette_kinds = palette.to_json()
         if dag is not None:
@@ -106,8 +107,7 @@ class DagBuilder(anywidget.AnyWidget):
         self._sync()
         self.on_msg(self._on_msg)
         self._hook: Any = None
-        if auto_refresh:
-            self._watch_cells()
+        self._watch_cells(auto_refresh)
 
     # ------------------------------------------------------------------------ Python API
 
@@ -146,8 +146,10 @@ class DagBuilder(anywidget.AnyWidget):
         the edits made on the canvas (see `BuilderModel.refresh`); True if anything changed."""
         return self.model.refresh(force)
 
-    def _watch_cells(self) -> None:
-        """In an IPython kernel: refresh after every cell (cheap when nothing changed)."""
+    def _watch_cells(self, auto_refresh: bool) -> None:
+        """In an IPython kernel, after every cell (cheap when nothing changed): refresh from the
+        source (``auto_refresh``), validate again (the cell may have defined a name the code
+        uses) and bring the static snapshot up to date."""
         try:
             from IPython import get_ipython
         except ImportError:  # pragma: no cover - the widget stack brings IPython
@@ -159,10 +161,14 @@ class DagBuilder(anywidget.AnyWidget):
 
         def after_cell(*_: Any) -> None:
             builder = ref()
-            if builder is None or builder.model.source is None:
+            if builder is None:
                 return
             try:
-                builder.model.refresh()
+                if auto_refresh and builder.model.source is not None:
+                    builder.model.refresh()
+                builder.problems = builder.model.problems_json()
+                if builder._snapshot is not None:
+                    builder._snapshot.update()
             except Exception as exc:  # a broken edit in code must not break every later cell
                 builder._say(f"refresh: {type(exc).__name__}: {exc}")
 
@@ -267,6 +273,8 @@ class DagBuilder(anywidget.AnyWidget):
     def _sync(self) -> None:
         m = self.model
         with self.hold_sync():
+            if self.run_state.get("vertex"):  # an edit since the failed run: its badge goes
+                self.run_state = {k: v for k, v in self.run_state.items() if k != "vertex"}
             # a copy: the model edits its lists in place, and an equal dict would not be sent
             self.doc = json.loads(json.dumps({
                 "vertices": m.vertices, "edges": m.edges,
@@ -284,6 +292,10 @@ class DagBuilder(anywidget.AnyWidget):
         state = {"status": job.status.value, "job": job.name, "result": None, "error": None}
         if job.failure is not None:
             state["error"] = f"{type(job.failure).__name__}: {job.failure}"
+            failed_in = getattr(job.failure, "vertex", None)  # a JobError names the failing vertex
+            vid = next((v["id"] for v in self.model.vertices if v["name"] == failed_in), None)
+            if vid is not None:
+                state["vertex"] = vid
         else:
             result = job.result
             if isinstance(result, list):
@@ -350,6 +362,42 @@ class DagBuilder(anywidget.AnyWidget):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.view._repr_mimebundle_(**kwargs)
+
+    def _ipython_display_(self) -> None:
+        """``display(builder)`` (or a cell ending in ``builder``): the builder, and right after
+        it a static snapshot, its Graphviz drawing, that the live builder hides and a notebook
+        opened again without a kernel shows instead of "model not found" (refreshed after
+        every cell, so a saved notebook holds the DAG as it was)."""
+        from ..snapshot import display_with_snapshot
+
+        self._snapshot = display_with_snapshot(
+            self.view, self.snapshot_svg, "builder",
+            "The DAG builder as last drawn (a static picture: run the cell to edit it).")
+
+    def snapshot_svg(self) -> str | None:
+        """The document drawn by Graphviz (SVG), as the builder shows it; None without ``dot``."""
+        from ...core.render import dot_string, dot_to_svg
+
+        m = self.model
+        names = {v["id"]: v["name"] for v in m.vertices}
+        lines = ["digraph builder {", "  rankdir=LR;",
+                 '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica", fontsize=11];']
+        for v in m.vertices:
+            kind = m.palette.kind(v["kind"])
+            label = f"{v['name']}\n{kind.label if kind is not None else v['kind']}"
+            if v.get("parallelism") is not None:
+                label += f" ×{v['parallelism']}"
+            lines.append(f"  {dot_string(v['id'])} [label={dot_string(label)}];")
+        for e in m.edges:
+            if e["source"] in names and e["target"] in names:
+                routing = e.get("routing") or "unicast"
+                style = ', style="dashed"' if routing in ("partitioned", "all-to-one") else ""
+                text = "" if routing == "unicast" else routing
+                lines.append(f"  {dot_string(e['source'])} -> {dot_string(e['target'])} "
+                             f"[label={dot_string(text)}, fontname=\"Helvetica\", fontsize=9{style}];")
+        lines.append("}")
+        svg = dot_to_svg("\n".join(lines))
+        return None if svg is None else svg[svg.find("<svg"):]  # inline in HTML: no XML prolog
 
     def __repr__(self) -> str:
         return f"DagBuilder(vertices={[v['name'] for v in self.model.vertices]}, edges={len(self.model.edges)})"

@@ -1,7 +1,7 @@
 // Pure helpers of the DAG builder front end: the kernel's document -> React Flow nodes and edges,
 // port counts, the cycle check used at drop time, problem counts. No React, no DOM.
 
-export const NODE_W = 170; // node width (the kernel's own layout uses the same)
+export const NODE_W = 150; // node width (the kernel's own layout uses the same: jetbench/notebook/builder/layout.py)
 export const PORT_Y0 = 45; // first port's centre below the node's top
 export const PORT_GAP = 18; // between ports
 export const ROUTINGS = ["unicast", "partitioned", "broadcast", "isolated", "all-to-one"];

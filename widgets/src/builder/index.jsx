@@ -30,6 +30,26 @@ import { elkLayout } from "./layout.js";
 import { SidePanel } from "./panel.jsx";
 
 let instances = 0; // one React Flow id per view: SVG marker ids must not clash between builders
+const LEGIBLE_ZOOM = 0.7; // below this a node's 11 px text is under 8 px: fit no further, pan instead
+const FIT_MAX_ZOOM = 1.1;
+const FIT_PAD = 20; // pixels around the fitted DAG
+const PANEL_AUTO_WIDTH = 1100; // a builder at least this wide opens with its side panel
+const CLICK_SLOP = 5; // pixels a palette press may move and still be a click
+
+// The free spot for a new node nearest (x, y): rings of candidates around it, the first that
+// overlaps no node of the document.
+function freeSpot(doc, x, y) {
+  const clear = (cx, cy) => !doc.vertices.some((v) => Math.abs(v.x - cx) < NODE_W + 12 && Math.abs(v.y - cy) < 76);
+  for (let ring = 0; ring < 12; ring++) {
+    const n = Math.max(1, ring * 8);
+    for (let i = 0; i < n; i++) {
+      const a = (2 * Math.PI * i) / n;
+      const cx = Math.round(x + Math.cos(a) * ring * 60), cy = Math.round(y + Math.sin(a) * ring * 45);
+      if (clear(cx, cy)) return [cx, cy];
+    }
+  }
+  return [Math.round(x), Math.round(y)];
+}
 
 function useTrait(model, name) {
   const subscribe = useCallback((cb) => {
@@ -76,12 +96,15 @@ const VertexNode = memo(function VertexNode({ id, data, selected }) {
   const height = nodeHeight(ports);
   const hint = summaryOf(v, kind);
   const level = levelOf(problems);
-  const cls = "jbb-node" + (selected ? " jbb-selected" : "") + (problems.length ? ` jbb-has-problem jbb-level-${level}` : "");
+  const cls = "jbb-node" + (selected ? " jbb-selected" : "") + (problems.length ? ` jbb-has-problem jbb-level-${level}` : "") +
+    (problems.some((p) => p.run) ? " jbb-run-failed" : "");
   return (
     <div className={cls} data-id={id} data-name={v.name} data-kind={v.kind}
       style={{ width: NODE_W, height, "--jbb-cat": catColor(kind ? kind.category : "custom") }}>
       <div className="jbb-node-name" title={v.name}>{v.name}</div>
-      <div className="jbb-node-kind">{kind ? kind.label : v.kind} · ×{v.parallelism ?? "default"}</div>
+      <div className="jbb-node-kind" title={`${kind ? kind.label : v.kind}, local parallelism ${v.parallelism ?? "default"}`}>
+        {kind ? kind.label : v.kind}{v.parallelism !== null && v.parallelism !== undefined ? ` · ×${v.parallelism}` : ""}
+      </div>
       {hint ? <div className="jbb-node-hint" title={hint}>{hint}</div> : null}
       {range(ports.ins).map((i) => (
         <React.Fragment key={`in-${i}`}>
@@ -142,16 +165,24 @@ function RunBar({ state }) {
   );
 }
 
+// The palette: one category open at a time, so that every category's header (the sinks' too)
+// and the open one's kinds fit the canvas' height. Drag a kind onto the canvas, or click it to
+// add it at the centre of the view.
 function Palette({ kinds, onDown }) {
   const groups = {};
   for (const k of kinds) (groups[k.category] ||= []).push(k);
+  const [open, setOpen] = useState(null);
+  const shown = open ?? Object.keys(groups)[0];
   return (
-    <div className="jbb-palette">
+    <div className="jbb-palette" data-open={shown || ""}>
       {Object.entries(groups).map(([cat, list]) => (
         <React.Fragment key={cat}>
-          <div className="jbb-pal-cat">{cat}</div>
-          {list.map((k) => (
-            <div key={k.id} className="jbb-pal-item" data-kind={k.id} title={k.description || k.label}
+          <div className={"jbb-pal-cat" + (cat === shown ? " jbb-open" : "")} data-category={cat} role="button"
+            title={cat === shown ? "" : `show the ${cat} kinds`} onClick={() => setOpen(cat)}>
+            <span className="jbb-pal-arrow">{cat === shown ? "▾" : "▸"}</span>{cat}<span className="jbb-pal-count">{list.length}</span>
+          </div>
+          {cat !== shown ? null : list.map((k) => (
+            <div key={k.id} className="jbb-pal-item" data-kind={k.id} title={`${k.description || k.label}\n(drag onto the canvas, or click to add it in the middle)`}
               style={{ borderLeftColor: catColor(cat) }} onPointerDown={(ev) => onDown(ev, k)}>
               {k.label}
             </div>
@@ -184,7 +215,14 @@ function Builder({ model, t0, stats }) {
   const runState = useTrait(model, "run_state");
   const height = useTrait(model, "height") || 460;
   const doc = rawDoc && Array.isArray(rawDoc.vertices) ? rawDoc : EMPTY_DOC;
-  const probs = rawProblems && rawProblems.vertices ? rawProblems : EMPTY_PROBLEMS;
+  const checked = rawProblems && rawProblems.vertices ? rawProblems : EMPTY_PROBLEMS;
+  // the last run failed in a vertex (the JobError names it): its error joins that vertex's problems
+  const failedIn = runState && runState.status === "failed" ? runState.vertex : null;
+  const probs = useMemo(() => {
+    if (!failedIn) return checked;
+    const run = { target: "vertex", id: failedIn, level: "error", run: true, message: `the run failed here: ${runState.error || "error"}` };
+    return { ...checked, vertices: { ...checked.vertices, [failedIn]: [...(checked.vertices[failedIn] || []), run] } };
+  }, [checked, failedIn, runState]);
   const kinds = useMemo(() => kindsById(paletteKinds), [paletteKinds]);
   const rf = useReactFlow();
   const dark = useJupyterDark();
@@ -196,6 +234,11 @@ function Builder({ model, t0, stats }) {
   const [edges, setEdges] = useState(() => toEdges(doc, probs, []));
   const [flash, setFlash] = useState("");
   const [laying, setLaying] = useState(false);
+  // the side panel: open when a vertex or edge is selected, or by its button; a narrow builder
+  // starts with it closed so that the canvas gets the room
+  const [panelOpen, setPanelOpen] = useState(null);
+  const [overflow, setOverflow] = useState(false); // the DAG is wider than the canvas at a legible zoom
+  const autoView = useRef(true); // the view is the fit (not panned or zoomed by the user): refit on resize
   const applied = useRef({ doc, kinds, probs });
   const fitAfterUpdate = useRef(false);
   const send = useCallback((msg) => model.send(msg), [model]);
@@ -208,11 +251,7 @@ function Builder({ model, t0, stats }) {
     applied.current = { doc, kinds, probs };
     setNodes((prev) => toNodes(doc, kinds, probs, prev));
     setEdges((prev) => toEdges(doc, probs, prev));
-    if (fitAfterUpdate.current) {
-      fitAfterUpdate.current = false;
-      rf.fitView({ padding: 0.12, maxZoom: 1.2 });
-    }
-  }, [doc, kinds, probs, rf]);
+  }, [doc, kinds, probs]);
 
   useEffect(() => { if (messageSeq) setFlash(model.get("message") || ""); }, [messageSeq, model]);
 
@@ -315,7 +354,61 @@ function Builder({ model, t0, stats }) {
     if (selectedIds.length) send({ cmd: "delete", ids: selectedIds });
   }, [selectedIds, send]);
 
-  const fit = useCallback(() => rf.fitView({ padding: 0.12, maxZoom: 1.2, duration: 0 }), [rf]);
+  // Zoom to fit, but never below LEGIBLE_ZOOM: a DAG wider than that shows its sources at the left
+  // edge (the minimap shows the rest); a taller one its top.
+  const fit = useCallback(() => {
+    const el = flowRef.current;
+    const ns = rf.getNodes();
+    if (!el || !ns.length || !el.clientWidth) return;
+    const w = el.clientWidth, h = el.clientHeight;
+    const b = rf.getNodesBounds(ns);
+    const pad = FIT_PAD;
+    const best = Math.min((w - 2 * pad) / Math.max(b.width, 1), (h - 2 * pad) / Math.max(b.height, 1), FIT_MAX_ZOOM);
+    const zoom = Math.max(best, LEGIBLE_ZOOM);
+    const x = b.width * zoom <= w - 2 * pad ? (w - b.width * zoom) / 2 - b.x * zoom : pad - b.x * zoom;
+    const y = b.height * zoom <= h - 2 * pad ? (h - b.height * zoom) / 2 - b.y * zoom : pad - b.y * zoom;
+    rf.setViewport({ x, y, zoom });
+    autoView.current = true;
+    setOverflow(best < LEGIBLE_ZOOM);
+    if (rootRef.current) rootRef.current.dataset.fitZoom = zoom.toFixed(3);
+  }, [rf]);
+
+  // the first fit once every node is measured; again after a layout arrives from the kernel
+  const fittedOnce = useRef(false);
+  useEffect(() => {
+    if (initialized && !fittedOnce.current && nodes.length) {
+      fittedOnce.current = true;
+      fit();
+    } else if (initialized && fitAfterUpdate.current) {
+      fitAfterUpdate.current = false;
+      requestAnimationFrame(fit);
+    }
+  }, [initialized, nodes, fit]);
+
+  // the canvas changed size (the side panel opened or closed, JupyterLab's side bars, the window):
+  // refit unless the user has panned or zoomed since the last fit
+  useEffect(() => {
+    const el = flowRef.current;
+    if (!el || typeof ResizeObserver === "undefined") return undefined;
+    let last = [el.clientWidth, el.clientHeight], frame = 0;
+    const observer = new ResizeObserver(() => {
+      const now = [el.clientWidth, el.clientHeight];
+      if (now[0] === last[0] && now[1] === last[1]) return;
+      last = now;
+      cancelAnimationFrame(frame);
+      frame = requestAnimationFrame(() => { if (autoView.current && fittedOnce.current) fit(); });
+    });
+    observer.observe(el);
+    return () => { observer.disconnect(); cancelAnimationFrame(frame); };
+  }, [fit]);
+  const onMoveStart = useCallback((event) => { if (event) autoView.current = false; }, []);
+
+  // the side panel: closed at first in a builder narrower than PANEL_AUTO_WIDTH; selecting opens it
+  useEffect(() => {
+    if (panelOpen === null && rootRef.current) setPanelOpen(rootRef.current.clientWidth >= PANEL_AUTO_WIDTH);
+  }, [panelOpen]);
+  const selectedKey = selected ? `${selected.type}:${selected.id}` : "";
+  useEffect(() => { if (selectedKey) setPanelOpen(true); }, [selectedKey]);
 
   const autoLayout = useCallback(async () => {
     const ns = rf.getNodes(), es = rf.getEdges();
@@ -347,22 +440,29 @@ function Builder({ model, t0, stats }) {
   const onPaletteDown = useCallback((ev, k) => {
     if (ev.button !== 0) return;
     ev.preventDefault();
+    const x0 = ev.clientX, y0 = ev.clientY;
+    let dragging = false;
     const ghost = document.createElement("div");
     ghost.className = "jbb-ghost";
     ghost.textContent = k.label;
-    document.body.appendChild(ghost);
     const move = (e) => {
+      if (!dragging && Math.hypot(e.clientX - x0, e.clientY - y0) < CLICK_SLOP) return;
+      if (!dragging) { dragging = true; document.body.appendChild(ghost); }
       ghost.style.left = `${e.clientX + 6}px`;
       ghost.style.top = `${e.clientY + 6}px`;
     };
-    move(ev);
     const up = (e) => {
       window.removeEventListener("pointermove", move);
       window.removeEventListener("pointerup", up);
       window.removeEventListener("pointercancel", up);
       ghost.remove();
       const r = flowRef.current?.getBoundingClientRect();
-      if (e.type === "pointerup" && r && e.clientX >= r.left && e.clientX <= r.right && e.clientY >= r.top && e.clientY <= r.bottom) {
+      if (e.type === "pointerup" && r && !dragging) {
+        // a click: in the middle of what the canvas shows, on the nearest free spot
+        const c = rf.screenToFlowPosition({ x: r.left + r.width / 2, y: r.top + r.height / 2 });
+        const [x, y] = freeSpot(docRef.current, c.x - NODE_W / 2, c.y - 32);
+        send({ cmd: "add_vertex", kind: k.id, x, y });
+      } else if (e.type === "pointerup" && r && e.clientX >= r.left && e.clientX <= r.right && e.clientY >= r.top && e.clientY <= r.bottom) {
         const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
         send({ cmd: "add_vertex", kind: k.id, x: Math.round(p.x - NODE_W / 2), y: Math.round(p.y - 20) });
       }
@@ -395,7 +495,7 @@ function Builder({ model, t0, stats }) {
     if (!/^(INPUT|TEXTAREA|SELECT|BUTTON|OPTION)$/.test(ev.target.tagName)) rootRef.current?.focus({ preventScroll: true });
   };
 
-  const nErr = countProblems(probs, "error"), nWarn = countProblems(probs, "warning");
+  const nErr = countProblems(checked, "error"), nWarn = countProblems(checked, "warning");
   const summary = `${doc.vertices.length} vertices · ${doc.edges.length} edges · ` +
     (nErr || nWarn ? `${nErr} error${nErr === 1 ? "" : "s"}${nWarn ? `, ${nWarn} warning${nWarn === 1 ? "" : "s"}` : ""}` : "valid");
   const flowId = useMemo(() => `jbb-flow-${++instances}`, []);
@@ -409,6 +509,9 @@ function Builder({ model, t0, stats }) {
           <button className="jbb-delete" title="Delete the selection (Del)" disabled={!selectedIds.length} onClick={deleteSelected}>✕ Delete</button>
           <button className="jbb-layout" title="Lay the DAG out left to right (ELK layered)" disabled={laying || !doc.vertices.length} onClick={autoLayout}>⇶ Layout</button>
           <button className="jbb-fit" title="Zoom to fit" onClick={fit}>⤢ Fit</button>
+          <button className={"jbb-panel-toggle" + (panelOpen ? " jbb-on" : "")} aria-pressed={!!panelOpen}
+            title={panelOpen ? "Hide the side panel" : "Show the side panel (properties, problems, help)"}
+            onClick={() => setPanelOpen(!panelOpen)}>◨ Panel</button>
           <button className="jbb-run" title="Run the DAG on an ExecutionService" disabled={nErr > 0 || !doc.vertices.length} onClick={() => send({ cmd: "run" })}>▶ Run</button>
           <span className="jbb-summary" data-errors={String(nErr)}>{summary}</span>
           <span className="jbb-message" role="status" data-shown={flash ? "true" : "false"}>{flash}</span>
@@ -435,17 +538,16 @@ function Builder({ model, t0, stats }) {
               edgesFocusable={false}
               minZoom={0.1}
               maxZoom={2.5}
-              fitView
-              fitViewOptions={{ padding: 0.12, maxZoom: 1.2 }}
+              onMoveStart={onMoveStart}
               connectionRadius={24}
             >
               <Background gap={16} size={1} />
               <Controls showInteractive={false} position="bottom-left" />
-              {doc.vertices.length >= 12 ? <MiniMap position="top-right" pannable zoomable nodeStrokeWidth={3}
+              {doc.vertices.length >= 12 || overflow ? <MiniMap position="top-right" pannable zoomable nodeStrokeWidth={3}
                 nodeColor={(n) => catColor(n.data?.kind?.category)} style={{ width: 150, height: 100 }} /> : null}
             </ReactFlow>
           </div>
-          <SidePanel doc={doc} kinds={kinds} probs={probs} selected={selected} send={send} />
+          {panelOpen ? <SidePanel doc={doc} kinds={kinds} probs={probs} selected={selected} send={send} /> : null}
         </div>
         <RunBar state={runState} />
       </div>

@@ -22,7 +22,7 @@ function elk() {
 export const LAYOUT_OPTIONS = {
   "elk.algorithm": "layered",
   "elk.direction": "RIGHT",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "100", // room for a routing label and a badge
+  "elk.layered.spacing.nodeNodeBetweenLayers": "64", // room for a routing label and a badge
   "elk.spacing.nodeNode": "30",
   "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
 };
