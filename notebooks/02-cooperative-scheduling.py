@@ -283,7 +283,7 @@ ax = comparison[["quick p50 latency (ms)", "quick p90 latency (ms)", "quick max 
 ax.axvline(BLOCK_S * 1000, color="grey", linestyle="--", label=f"one blocking call ({BLOCK_S * 1000:.0f} ms)")
 ax.set_xlabel("ms")
 ax.invert_yaxis()
-ax.legend(loc="lower right")
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # beside the bars, not over them
 plt.show()
 
 # %%

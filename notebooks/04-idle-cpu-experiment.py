@@ -237,9 +237,17 @@ plt.show()
 # microseconds for a wake-up and a few for every tasklet call, where Java pays far less, and
 # `benchmarks/README.md` works out which of these limits no sleeping strategy can reach on a
 # given machine. Short points are noisy; `jetbench idle-experiment --repeats 3` takes medians.
+#
+# Each row is one target at one rate: `measured` against `limit` (CPU in % of one core,
+# latency in ms), and `met`. The `bound` column says whether the limit is reachable at all on
+# this machine, worked out from the sweep's own rows: on a CPU row, the least CPU any sleeping
+# strategy needs to keep the p99 latency within that row's latency limit; on a p99 row, the
+# lowest p99 any sleeping strategy can reach within the CPU limit; on a blog row, the CPU the
+# strategy's own wake-ups and rounds cost at this machine's prices. A limit beyond its bound
+# cannot be met by sleeping, however clever the strategy.
 
 # %%
-targets(sweep)
+targets(sweep).round(2)
 
 # %% [markdown]
 # The strategy can be switched on a running job too (`service.set_idle_strategy`, also in
@@ -270,7 +278,9 @@ else:
     from jetbench.experiments.spark_source import spark_replay_source
 
     replay = spark_replay_source(low, WARMUP + 4 * LIVE_SECONDS)  # loaded now, Spark's work done
-    spark.stop()  # the replay is in memory; stop the JVM so it does not disturb the measurement
+    # the replay is in memory: stop Spark, and its JVM too (stopping only the session would leave
+    # the JVM running, ~400 MB and its threads), so that it does not disturb the measurement
+    spark.stop(jvm=True)
     spark_live = tune_live(replay, lambda s: s.set_idle(min_idle_us=1000),
                            names=("25 µs floor", "1000 µs floor"), min_idle_us=25, max_idle_us=1000)
     print(f"Spark-backed replay at {low} items/s")

@@ -125,4 +125,7 @@ def dot_to_svg(dot_text: str) -> str | None:
         done = subprocess.run([dot, "-Tsvg"], input=dot_text, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout if done.returncode == 0 else None
+    if done.returncode != 0:
+        return None
+    # a wide drawing scales down to the output's width instead of overflowing it
+    return done.stdout.replace("<svg ", '<svg style="max-width: 100%; height: auto" ', 1)

@@ -152,6 +152,9 @@ def plot_cpu_vs_rate(frame: pd.DataFrame) -> Figure:
                 label=f"Jet 3.0 blog, floor {floor} us")
     for _, row in frame[frame["strategy"] == "bare-sleep"].iterrows():
         ax.axhline(row["cpu_percent"], linestyle="--", linewidth=0.8, color="tab:gray")
+        # say what the reference line is, at its right end
+        ax.text(0.99, row["cpu_percent"], f"a thread only sleeping {row['min_idle_us']:g} us at a time",
+                transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=7, color="tab:gray")
     return _log_x_figure(fig, ax, "items per second", "process CPU % (of one core)",
                          "Idle CPU: the job of Jet's \"Idle Green Threads\" post")
 
@@ -193,7 +196,7 @@ def _log_x_figure(fig: Figure, ax: Any, xlabel: str, ylabel: str, title: str) ->
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)  # beside the data
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -184,7 +184,8 @@ def plot_metrics(job: Any, figsize: tuple[float, float] = (11, 7), series: Serie
     lines(ax_iter, series.worker_iter_rate, "worker iterations/s", "iterations/s")
     for ax in (ax_cpu, ax_rate, ax_fill, ax_iter):
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small", loc="upper right")
+            # beside the panel, not over its lines (the constrained layout makes room)
+            ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
         ax.grid(alpha=0.3)
     return fig
 
