@@ -106,29 +106,40 @@ class KernelPump:
                 kind = header.get("msg_type")
             except Exception:
                 kind = None
-            if kind not in COMM_TYPES or header.get("subshell_id") is not None:
+            # a comm message here is for the main shell whatever subshell its header names:
+            # ipykernel routes a comm's messages to where the comm was made (JupyterLab 4.6
+            # sends them with the id of a subshell of its own)
+            if kind not in COMM_TYPES:
                 self.deferred.append(frames)
                 continue
             self._handle(idents, rest)
             handled += 1
 
     def _handle(self, idents: Any, rest: Any) -> None:
-        """Handle one comm message as ``Kernel.dispatch_shell`` would, without a busy/idle status
-        (the cell is still running) and without disturbing the cell's parent message."""
+        """Handle one comm message as ``Kernel.dispatch_shell`` would, without disturbing the
+        cell's parent message.
+
+        Its busy and idle statuses are published as the kernel does: the widget front end counts
+        a trait update as pending until the idle status of its message arrives, and sends no
+        further update until then. The idle one also reads, to the front end, as the kernel's
+        state: a busy status for the cell follows at once (the cell is still running)."""
         kernel = self.kernel
         saved = getattr(kernel, "_shell_context", None)  # what threads of the cell print under
 
         def handle() -> None:
             msg = kernel.session.deserialize(rest, content=True, copy=False)
             handler = kernel.shell_handlers.get(msg["header"]["msg_type"])
-            if handler is None:
-                return
             kernel.set_parent(idents, msg, channel="shell")
-            result = handler(kernel.shell_stream, idents, msg)
-            if inspect.isawaitable(result):  # not so in ipykernel 7 (comm handlers are plain)
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
+            kernel._publish_status("busy", "shell")
+            try:
+                if handler is not None:
+                    result = handler(kernel.shell_stream, idents, msg)
+                    if inspect.isawaitable(result):  # not so in ipykernel 7 (comm handlers are plain)
+                        close = getattr(result, "close", None)
+                        if close is not None:
+                            close()
+            finally:
+                kernel._publish_status("idle", "shell")
 
         try:
             contextvars.copy_context().run(handle)  # the parent set for it stays in that context
@@ -139,6 +150,7 @@ class KernelPump:
         finally:
             if saved is not None:
                 kernel._shell_context = saved
+            kernel._publish_status("busy", "shell")  # under the cell's parent: still running
 
     def release(self) -> None:
         """Give the kept messages back to the kernel, in order and ahead of any that come later:

@@ -51,7 +51,9 @@ def _until(kc, predicate, timeout: float = 30.0) -> list[dict]:
         try:
             msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
         except queue.Empty:
-            raise AssertionError(f"not seen within {timeout} s; saw {[m['msg_type'] for m in seen]}") from None
+            shown = [(m["msg_type"], m["content"].get("execution_state") or m["content"].get("ename"),
+                      m["parent_header"].get("msg_type")) for m in seen if m["msg_type"] != "comm_msg"]
+            raise AssertionError(f"not seen within {timeout} s; saw {len(seen)} messages, besides comm_msg: {shown}") from None
         seen.append(msg)
         if predicate(msg):
             return seen
@@ -62,10 +64,20 @@ def _idle(msg_id):
                       and m["parent_header"].get("msg_id") == msg_id)
 
 
-def _send_comm(kc, comm_id: str, data: dict) -> str:
+def _send_comm(kc, comm_id: str, data: dict, subshell_id: str | None = None) -> str:
     msg = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+    if subshell_id is not None:
+        msg["header"]["subshell_id"] = subshell_id
     kc.shell_channel.send(msg)
     return msg["header"]["msg_id"]
+
+
+def _create_subshell(kc) -> str:
+    msg = kc.session.msg("create_subshell_request", {})
+    kc.control_channel.send(msg)
+    reply = kc.get_control_msg(timeout=10)
+    assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    return reply["content"]["subshell_id"]
 
 
 def _stdout(messages, msg_id) -> str:
@@ -90,10 +102,15 @@ def test_dashboard_commands_act_while_a_cell_waits_in_join(kernel):
     time.sleep(0.5)
 
     # the min idle slider: the kernel applies it and echoes the new value while the cell waits
-    update = _send_comm(kc, comm_id, {"method": "update", "state": {"min_idle_us": 2000.0}, "buffer_paths": []})
+    # JupyterLab 4.6 sends widget messages naming a subshell of its own: the kernel routes a comm's
+    # message to the shell that last published on the comm, here the main one, blocked in the cell
+    update = _send_comm(kc, comm_id, {"method": "update", "state": {"min_idle_us": 2000.0}, "buffer_paths": []},
+                        subshell_id=_create_subshell(kc))
     seen = _until(kc, lambda m: m["msg_type"] == "comm_msg" and m["parent_header"].get("msg_id") == update
                   and "min_idle_us" in m["content"]["data"].get("state", {}))
     assert not any(_idle(waiting)(m) for m in seen)  # the waiting cell is still running
+    # its idle status (the widget front end sends no further update until it has it)
+    _until(kc, _idle(update), 10)
 
     # Cancel: the waiting cell ends with JobCancelled, acknowledged first
     cancel = _send_comm(kc, comm_id, {"method": "custom", "content": {"cmd": "cancel", "id": 7}})

@@ -143,7 +143,7 @@ function render({ model, el: host }) {
       <span class="jb-sampler" title="the dashboard's own sampler thread"></span>
     </div>
     <div class="jb-error" hidden></div>
-    <div class="jb-busy" hidden role="status" style="border-left:3px solid #d97706;background:rgba(217,119,6,0.1);padding:4px 8px;margin-bottom:6px"></div>
+    <div class="jb-kernel-busy" hidden role="status" style="border-left:3px solid #d97706;background:rgba(217,119,6,0.1);padding:4px 8px;margin-bottom:6px"></div>
     <div class="jb-controls">
       <span class="jb-slot-min"></span><span class="jb-slot-max"></span>
       <label class="jb-strategy-box" hidden>strategy <select class="jb-strategy"></select></label>
@@ -196,7 +196,7 @@ function render({ model, el: host }) {
     busyTimer = null;
     if (!unacked.size) return;
     const what = [...new Set(unacked.values())].join(", ");
-    const busy = $(".jb-busy");
+    const busy = $(".jb-kernel-busy");
     busy.hidden = false;
     busy.dataset.pending = String(unacked.size);
     busy.textContent =
@@ -211,7 +211,7 @@ function render({ model, el: host }) {
     if (!unacked.size) {
       clearTimeout(busyTimer);
       busyTimer = null;
-      const busy = $(".jb-busy");
+      const busy = $(".jb-kernel-busy");
       busy.hidden = true;
       busy.textContent = "";
       delete busy.dataset.pending;

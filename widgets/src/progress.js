@@ -71,8 +71,8 @@ function render({ model, el }) {
     sinks.title = (s.sinks || []).join(", ");
     $(".jbp-rate").textContent = `${grouped(s.rate)} items/s${s.final ? " on average" : ""}`;
     const err = $(".jbp-error");
-    err.textContent = s.error ? (s.error_vertex ? `in ${s.error_vertex}: ` : "") + s.error : "";
-    err.hidden = !s.error;
+    err.textContent = s.error && s.status === "failed" ? (s.error_vertex ? `in ${s.error_vertex}: ` : "") + s.error : "";
+    err.hidden = !(s.error && s.status === "failed");
   }
   function updateButton() {
     button.textContent = model.get("dashboard_open") ? "dashboard ▾" : "dashboard ▸";
