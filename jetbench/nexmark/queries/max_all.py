@@ -1,0 +1,48 @@
+"""An aggregate operation keeping every item whose key is the largest (all ties), used by Q5
+and Q7. The accumulator is ``(max key, [items])``, ``(None, [])`` when empty; ``finish`` gives
+the list of items.
+
+>>> op = max_all_by(len)
+>>> acc = op.create()
+>>> for w in ["ab", "c", "de", "f"]:
+...     acc = op.accumulate(acc, w)
+>>> op.finish(acc)
+['ab', 'de']
+>>> op.finish(op.combine(acc, op.accumulate(op.create(), "xyz")))
+['xyz']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...processors.aggregate_operation import AggregateOperation
+
+
+def max_all_by(key: Callable[[Any], Any]) -> AggregateOperation:
+    """Every item with the maximal ``key(item)``, in the order accumulated (then combined)."""
+
+    def create() -> tuple[Any, list[Any]]:
+        return (None, [])
+
+    def accumulate(acc: tuple[Any, list[Any]], item: Any) -> tuple[Any, list[Any]]:
+        k = key(item)
+        best, items = acc
+        if best is None or k > best:
+            return (k, [item])
+        if k == best:
+            items.append(item)
+        return acc
+
+    def combine(a: tuple[Any, list[Any]], b: tuple[Any, list[Any]]) -> tuple[Any, list[Any]]:
+        if b[0] is None or (a[0] is not None and a[0] > b[0]):
+            return (a[0], list(a[1]))
+        if a[0] is None or b[0] > a[0]:
+            return (b[0], list(b[1]))
+        return (a[0], a[1] + b[1])
+
+    def finish(acc: tuple[Any, list[Any]]) -> list[Any]:
+        return list(acc[1])
+
+    return AggregateOperation(create=create, accumulate=accumulate, combine=combine, finish=finish)

@@ -1,0 +1,114 @@
+"""Nexmark events as a jetbench pipeline source, with their event times.
+
+`nexmark(config)` generates the events inside the job: with several generators (Beam's split
+timelines) instance k of n runs generators k, k+n, ... and emits their events merged in
+timestamp order; with one generator, instance k emits event numbers k, k+n, ... Every item is
+``(timestamp ms, event)`` and the planner puts watermarks after each instance, so windows
+close as the events' time passes. ``rate_limited=True`` emits each event when its time comes
+(event time relative to the base time, on the job's clock: ``config.event_rate`` events/s
+in all), as Beam's ``isRateLimited``; otherwise as fast as the job takes them.
+
+`from_events(pairs)` is a source over events already in memory (``(timestamp, event)`` pairs in
+timestamp order, as `generator.generate` yields them), for measuring queries without the
+generator's cost.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..core.outbox import Outbox
+from ..core.processor import ProcessorContext
+from ..pipeline.connectors import Source
+from ..processors.emitter import EmittingProcessor
+from ..processors.items_source import items_source
+from ..processors.supplier import ProcessorSupplier
+from .config import GeneratorConfig, NexmarkConfig
+from .generator import event_at, generator_events
+from .model import Event
+
+#: events generated per call of ``complete()`` at most (a cooperative call stays short)
+BATCH = 256
+
+
+def _strided(gen: GeneratorConfig, k: int, n: int) -> Iterator[tuple[int, Event]]:
+    for number in range(k, gen.max_events, n):
+        event = event_at(gen, number)
+        yield event.date_time, event
+
+
+def _ts(pair: tuple[int, Event]) -> int:
+    return pair[0]
+
+
+class NexmarkSourceP(EmittingProcessor):
+    """Generates this instance's share of the Nexmark events as ``(timestamp, event)`` items."""
+
+    def __init__(self, config: NexmarkConfig, rate_limited: bool = False):
+        self.config = config
+        self.rate_limited = rate_limited
+        self._it: Iterator[tuple[int, Event]] = iter(())
+        self._head: tuple[int, Event] | None = None
+        self._start_ns = 0
+
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
+        super().init(outbox, context)
+        n, k = context.total_parallelism, context.global_index
+        gens = self.config.generator_configs()
+        if len(gens) == 1:
+            self._it = _strided(gens[0], k, n)
+        else:
+            self._it = heapq.merge(*(generator_events(g) for g in gens[k::n]), key=_ts)
+        self._clock = context.clock
+        self._start_ns = context.clock.monotonic_ns()
+        self._head = next(self._it, None)
+
+    def _due_ms(self) -> float:
+        return self.config.base_time + (self._clock.monotonic_ns() - self._start_ns) / 1e6
+
+    def next_wake_time(self) -> float | None:
+        """When (the clock's monotonic seconds) the next event is due, when rate-limited."""
+        if self._head is None or not self.rate_limited:
+            return None
+        return (self._start_ns / 1e6 + self._head[0] - self.config.base_time) / 1000
+
+    def complete(self) -> bool:
+        emitter = self._emitter
+        room = min(emitter.free_room(), BATCH)
+        if room <= 0:
+            return False
+        head, it = self._head, self._it
+        chunk: list[tuple[int, Event]] = []
+        due = self._due_ms() if self.rate_limited else float("inf")
+        while head is not None and len(chunk) < room and head[0] <= due:
+            chunk.append(head)
+            head = next(it, None)
+        self._head = head
+        if chunk:
+            emitter.emit(chunk)
+        return head is None and not emitter.pending
+
+
+def nexmark_source(config: NexmarkConfig, rate_limited: bool = False) -> ProcessorSupplier:
+    """A vertex supplier of `NexmarkSourceP`."""
+    mode = "rate-limited" if rate_limited else "bounded"
+    return ProcessorSupplier(NexmarkSourceP, config, rate_limited,
+                             label=f"nexmark({config.num_events} events, {config.num_event_generators} generators, "
+                                   f"{mode})")
+
+
+def nexmark(config: NexmarkConfig | None = None, rate_limited: bool = False,
+            local_parallelism: int | None = None) -> Source:
+    """The events of ``config`` (default: Beam's defaults) as a timestamped pipeline source."""
+    config = config or NexmarkConfig()
+    return Source("nexmark", nexmark_source(config, rate_limited), local_parallelism=local_parallelism,
+                  timestamped=True, streaming=False)
+
+
+def from_events(pairs: Sequence[tuple[int, Any]], local_parallelism: int | None = 1) -> Source:
+    """A timestamped source over ``(timestamp, event)`` pairs already in memory (in timestamp
+    order; instance k of n takes pairs k, k+n, ..., still in order)."""
+    return Source("nexmark-events", items_source(pairs), local_parallelism=local_parallelism, timestamped=True,
+                  streaming=False)

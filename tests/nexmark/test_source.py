@@ -1,0 +1,37 @@
+"""The Nexmark source: every event once, each instance in timestamp order, and paced at the
+event rate when rate-limited."""
+
+from __future__ import annotations
+
+import time
+
+from jetbench import Pipeline, run, sinks
+from jetbench.nexmark.config import NexmarkConfig
+from jetbench.nexmark.generator import generate
+from jetbench.nexmark.source import nexmark
+
+
+def collect_pairs(source, **kw):
+    p = Pipeline()
+    p.read_from(source).write_to(sinks.collect())
+    return run(p, progress=False, **kw)
+
+
+def test_every_event_once_on_both_timelines():
+    for generators in (1, 7):
+        config = NexmarkConfig(num_events=2000, num_event_generators=generators)
+        got = collect_pairs(nexmark(config, local_parallelism=3), cooperative_threads=2)
+        assert sorted(got, key=repr) == sorted((e for _, e in generate(config)), key=repr)
+
+
+def test_rate_limited_source_emits_events_when_their_time_comes():
+    # 400 events at 2000 events/s: the last one is due 199.5 ms after the first
+    config = NexmarkConfig(num_events=400, num_event_generators=1, event_rate=2000)
+    started = time.perf_counter()
+    got = collect_pairs(nexmark(config, rate_limited=True))
+    elapsed = time.perf_counter() - started
+    assert len(got) == 400
+    assert elapsed >= 0.19
+    fast = time.perf_counter()
+    collect_pairs(nexmark(config))
+    assert time.perf_counter() - fast < elapsed
