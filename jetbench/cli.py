@@ -6,6 +6,7 @@
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
     jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
+    jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark] [--json]
     jetbench lab [--dir DIR] [--port N] [--no-browser] [jupyter lab options...]
 """
 
@@ -193,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     idle.add_argument("--plots", help="a directory to save the figures in as PNG")
     idle.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    from .nexmark.cli import add_arguments as add_nexmark_arguments
+
+    nexmark = sub.add_parser("nexmark", help="a Nexmark query (Beam's generator, event for event) or Beam's SMOKE suite")
+    add_nexmark_arguments(nexmark)
+
     lab = sub.add_parser("lab", help="JupyterLab on 127.0.0.1 with the notebooks, 01-getting-started open",
                          epilog="Other options are passed to `jupyter lab` unchanged.")
     lab.add_argument("--dir", help="the notebook folder (default: the checkout's notebooks/)")
@@ -221,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
             return _demo(args)
         if args.command == "idle-experiment":
             return _idle_experiment(args)
+        if args.command == "nexmark":
+            from .nexmark.cli import run_command
+
+            return run_command(args)
         return _bench(args)
     except JetbenchError as exc:  # bad arguments and the like: a message, not a traceback
         print(f"jetbench {args.command}: error: {exc}", file=sys.stderr)

@@ -1,0 +1,77 @@
+"""``jetbench nexmark``: run one Nexmark query, or Beam's SMOKE suite, and report.
+
+    jetbench nexmark --query N [--events N] [--generators G] [--runner local|spark] [--json]
+    jetbench nexmark --query N --events-file PATH      (Beam's JSON-lines events)
+    jetbench nexmark --suite smoke [--generators G] [--runner local|spark] [--json]
+    jetbench nexmark --write-events PATH [--events N] [--generators G]
+
+This module only declares the arguments; the work is imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--query", type=int, help="the query to run (0, 1, 2, 5, 7, 8)")
+    parser.add_argument("--suite", choices=["smoke"], help="run Beam's SMOKE suite (100,000 events a query)")
+    parser.add_argument("--events", type=int, default=100_000, help="events to generate (default 100000)")
+    parser.add_argument("--generators", type=int, default=100,
+                        help="event generators, each on its own timeline (default 100, Beam's; 1 = one timeline)")
+    parser.add_argument("--runner", choices=["local", "spark"], default="local")
+    parser.add_argument("--events-file", help="read the events from this JSON-lines file instead of generating them")
+    parser.add_argument("--write-events", help="write the generated events to this JSON-lines file and stop")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from ..core.errors import JetbenchError
+    from .config import NexmarkConfig
+    from .json_events import write_events
+    from .suite import check_query, generate_timed, load_events, run_query, smoke, smoke_table
+
+    modes = sum(x is not None for x in (args.query, args.suite, args.write_events))
+    if modes != 1:
+        raise JetbenchError("give one of --query N, --suite smoke or --write-events PATH")
+    config = NexmarkConfig(num_events=args.events, num_event_generators=args.generators)  # checks both
+    try:
+        if args.write_events:
+            pairs, _ = generate_timed(config)
+            n = write_events((e for _, e in pairs), args.write_events)
+            print(f"wrote {n:,} events to {args.write_events}")
+            return 0
+        if args.suite:
+            runs = smoke(args.generators, args.runner)
+            if args.json:
+                print(json.dumps([r.as_dict() for r in runs]))
+            else:
+                print(f"Beam's Nexmark SMOKE suite, {args.generators} generators, {args.runner} runner "
+                      f"(generator: {runs[0].generator_events_per_s:,.0f} events/s, not in the figures)")
+                print(smoke_table(runs))
+            return 0 if all(r.results == r.beam_smoke_count for r in runs) else 1
+        check_query(args.query)
+        if args.events_file:
+            pairs, rate, generators = load_events(args.events_file), None, None
+            if not pairs:
+                raise JetbenchError(f"no events in {args.events_file!r}")
+        else:
+            (pairs, rate), generators = generate_timed(config), args.generators
+        r = run_query(args.query, pairs, config, args.runner, rate, generators)
+    finally:
+        if args.runner == "spark":
+            from ..spark import stop
+
+            stop()
+    if args.json:
+        print(json.dumps(r.as_dict()))
+        return 0
+    where = f"{args.events_file}" if generators is None else f"{generators} generator(s)"
+    print(f"nexmark Q{r.query}: {r.results:,} results from {r.events:,} events ({where}), {r.runner} runner")
+    print(f"  digest {r.digest}  {r.seconds:.3f} s = {r.events_per_s:,.0f} events/s")
+    if r.generator_events_per_s is not None:
+        print(f"  generator (not included): {r.generator_events_per_s:,.0f} events/s")
+    if r.beam_smoke_count is not None:
+        print(f"  Beam's published SMOKE count: {r.beam_smoke_count:,}")
+    return 0

@@ -1,0 +1,109 @@
+"""Running Nexmark queries and summarising them: what ``jetbench nexmark`` prints.
+
+`run_query` times a query over events already in memory (the generator's own speed is measured
+apart, `generate_timed`) and returns a `QueryRun`: result count, the order-free digest of the
+results, events/s. `smoke` runs Beam's SMOKE suite for the queries this version has and sets
+Beam's published counts beside ours.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import JetbenchError
+from .config import NexmarkConfig
+from .digest import digest
+from .generator import generate
+from .json_events import read_events
+from .model import Event
+
+#: Result counts of Beam's SMOKE suite, published on Beam's Nexmark page (Java DirectRunner,
+#: default configuration: 100 generators; 100,000 events, 10,000 for Q4, Q6 and Q9).
+BEAM_SMOKE_COUNTS = {0: 100_000, 1: 92_000, 2: 351, 3: 444, 4: 40, 5: 12, 6: 401, 7: 1, 8: 6000, 9: 298, 11: 1919}
+SMOKE_EVENTS = {4: 10_000, 6: 10_000, 9: 10_000}
+
+
+@dataclass(frozen=True)
+class QueryRun:
+    query: int
+    events: int
+    generators: int | None  # None: events read from a file
+    runner: str
+    results: int
+    digest: str
+    seconds: float
+    events_per_s: float
+    generator_events_per_s: float | None
+    beam_smoke_count: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def generate_timed(config: NexmarkConfig) -> tuple[list[tuple[int, Event]], float]:
+    """The events of ``config`` in memory, and the generator's events/s."""
+    started = time.perf_counter()
+    pairs = list(generate(config))
+    return pairs, len(pairs) / max(time.perf_counter() - started, 1e-9)
+
+
+def load_events(path: str | Path) -> list[tuple[int, Event]]:
+    """Events of a JSON-lines file, as ``(date_time, event)`` in time order."""
+    pairs = [(e.date_time, e) for e in read_events(path)]
+    pairs.sort(key=lambda p: p[0])
+    return pairs
+
+
+def check_query(query: int) -> None:
+    from .queries import QUERIES
+
+    if query not in QUERIES:
+        raise JetbenchError(f"unknown query {query}: this version has queries {', '.join(map(str, sorted(QUERIES)))} "
+                            "(Q3, Q4, Q6, Q9 and Q11 are not written yet)")
+
+
+def run_query(query: int, pairs: list[tuple[int, Event]], config: NexmarkConfig, runner: str = "local",
+              generator_events_per_s: float | None = None, generators: int | None = None) -> QueryRun:
+    """Query ``query`` over ``pairs`` on ``runner``; timed from submission to the last result."""
+    from ..runners import run
+    from .queries import pipeline
+    from .source import from_events
+
+    check_query(query)
+    p = pipeline(query, from_events(pairs), config)
+    started = time.perf_counter()
+    results = run(p, runner=runner, progress=False)
+    seconds = time.perf_counter() - started
+    return QueryRun(query, len(pairs), generators, runner, len(results), digest(results), seconds,
+                    len(pairs) / max(seconds, 1e-9), generator_events_per_s,
+                    BEAM_SMOKE_COUNTS.get(query) if len(pairs) == SMOKE_EVENTS.get(query, 100_000) else None)
+
+
+def smoke(generators: int = 100, runner: str = "local") -> list[QueryRun]:
+    """Beam's SMOKE suite for the queries this version has (100,000 events each)."""
+    from .queries import QUERIES
+
+    runs = []
+    cache: dict[int, tuple[list[tuple[int, Event]], float]] = {}
+    for q in sorted(QUERIES):
+        n = SMOKE_EVENTS.get(q, 100_000)
+        config = NexmarkConfig(num_events=n, num_event_generators=generators)
+        if n not in cache:
+            cache[n] = generate_timed(config)
+        pairs, gen_rate = cache[n]
+        r = run_query(q, pairs, config, runner, gen_rate, generators)
+        runs.append(QueryRun(**{**r.as_dict(), "beam_smoke_count": BEAM_SMOKE_COUNTS[q]}))
+    return runs
+
+
+def smoke_table(runs: list[QueryRun]) -> str:
+    lines = [f"{'query':>5} {'events':>8} {'ours':>8} {'Beam':>8}  {'same':<4}  {'digest':<16} {'events/s':>10}"]
+    for r in runs:
+        beam = "" if r.beam_smoke_count is None else f"{r.beam_smoke_count:,}"
+        same = "" if r.beam_smoke_count is None else ("yes" if r.beam_smoke_count == r.results else "NO")
+        lines.append(f"{'Q' + str(r.query):>5} {r.events:>8,} {r.results:>8,} {beam:>8}  {same:<4}  {r.digest:<16} "
+                     f"{r.events_per_s:>10,.0f}")
+    return "\n".join(lines)
