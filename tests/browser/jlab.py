@@ -212,8 +212,25 @@ def open_notebook(page: Any, lab: Lab, name: str, ui: str = "lab") -> None:
         page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
 
 
-#: An error (traceback) in a cell's output.
-CELL_ERROR = '.jp-NotebookPanel .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]'
+#: The first error output of the open notebook, read from its model ("ename: evalue"), or null:
+#: JupyterLab renders a traceback with the same mime type as any stderr text, so the page cannot
+#: tell the two apart; the model can.
+FIRST_ERROR = """() => {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    for (let i = 0; i < cells.length; i++) {
+        const outputs = cells.get(i).outputs;
+        for (let j = 0; outputs && j < outputs.length; j++) {
+            const out = outputs.get(j).toJSON();
+            if (out.output_type === 'error') return [out.ename + ': ' + out.evalue, ...(out.traceback || [])].join(String.fromCharCode(10));
+        }
+    }
+    return null;
+}"""
+
+
+def first_error(page: Any) -> str | None:
+    """The first failed cell's error of the open notebook (name, value and traceback), or None."""
+    return page.evaluate(FIRST_ERROR)
 
 
 def run_all(page: Any, cells: int, timeout_ms: int = 60_000) -> None:
@@ -221,17 +238,17 @@ def run_all(page: Any, cells: int, timeout_ms: int = 60_000) -> None:
     output (run-all stops there, so waiting on would only time out)."""
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     page.wait_for_function(
-        """([n, error]) => {
-            if (document.querySelector(error)) return true;
+        "(n) => { const firstError = " + FIRST_ERROR + """;
+            if (firstError() !== null) return true;
             const ps = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];
             return ps.length >= n && ps.slice(0, n).every((p) => /\\[\\d+\\]/.test(p.textContent));
         }""",
-        arg=[cells, CELL_ERROR],
+        arg=cells,
         timeout=timeout_ms,
     )
-    errors = page.locator(CELL_ERROR)
-    if errors.count():
-        pytest.fail(f"a cell failed:\n{errors.first.inner_text()[-3000:]}", pytrace=False)
+    error = first_error(page)
+    if error is not None:
+        pytest.fail(f"a cell failed:\n{error[-3000:]}", pytrace=False)
 
 
 def run_new_cell(page: Any, code: str, timeout_ms: int = 30_000) -> str:
