@@ -11,6 +11,7 @@
 [1, 2, 3, 4]
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from . import aggregate, sinks, sources, window
@@ -35,7 +36,7 @@ from .core import (
     Vertex,
     Watermark,
 )
-from .core.job import register_view
+from .core.job import register_view, register_waiter
 from .pipeline import Pipeline, PipelineError
 from .processors.window_definition import WindowResult
 from .runner_errors import RunnerError, RunnerOptionError
@@ -58,6 +59,18 @@ def _lazy_view(module: str, attribute: str) -> Any:
 register_view("dashboard", _lazy_view("jetbench.notebook", "Dashboard"))
 register_view("plot_metrics", _lazy_view("jetbench.notebook.plots", "plot_metrics"))
 register_view("metrics_frame", _lazy_view("jetbench.frames", "job_metrics_frame"))
+
+
+def _wait(job: Job, wait: Callable[[float | None], bool], timeout: float | None, progress: bool | None) -> bool:
+    """How `Job.join` waits: in a notebook, letting the dashboard's messages through and with a
+    progress line; in a terminal, with a tqdm bar (`jetbench.notebook.kernel_wait`, imported
+    when a job is first waited for)."""
+    from .notebook.kernel_wait import wait_for_job
+
+    return wait_for_job(job, wait, timeout, progress)
+
+
+register_waiter(_wait)
 
 
 __all__ = [

@@ -21,27 +21,14 @@ the local runner takes no option 'partitions'; it takes cooperative_threads, min
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 from .core.dag import DAG
 from .core.errors import JetbenchError
 from .core.execution import ExecutionService
-from .core.job import Job, register_waiter
 from .core.job_config import JobConfig
 from .pipeline import Pipeline
 from .runner_errors import RunnerOptionError
-
-
-def _wait(job: Job, wait: Callable[[float | None], bool], timeout: float | None, progress: bool | None) -> bool:
-    """How `Job.join` waits: in a notebook, letting the dashboard's messages through and with a
-    progress line; in a terminal, with a tqdm bar (`jetbench.notebook.kernel_wait`)."""
-    from .notebook.kernel_wait import wait_for_job
-
-    return wait_for_job(job, wait, timeout, progress)
-
-
-register_waiter(_wait)
 
 
 def local_options() -> tuple[str, ...]:
