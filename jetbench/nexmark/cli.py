@@ -2,6 +2,7 @@
 
     jetbench nexmark --query N [--events N] [--generators G] [--runner local|spark] [--json]
     jetbench nexmark --query N --events-file PATH      (Beam's JSON-lines events)
+    jetbench nexmark --query N --rate R [--events N]   (paced on the wall clock: p50/p99 latency)
     jetbench nexmark --suite smoke [--generators G] [--runner local|spark] [--json]
     jetbench nexmark --write-events PATH [--events N] [--generators G]
 
@@ -21,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--generators", type=int, default=100,
                         help="event generators, each on its own timeline (default 100, Beam's; 1 = one timeline)")
     parser.add_argument("--runner", choices=["local", "spark"], default="local")
+    parser.add_argument("--rate", type=int,
+                        help="emit the events at this many per second on the wall clock and report the p99 "
+                             "latency of the results (local runner)")
     parser.add_argument("--events-file", help="read the events from this JSON-lines file instead of generating them")
     parser.add_argument("--write-events", help="write the generated events to this JSON-lines file and stop")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -35,7 +39,26 @@ def run_command(args: argparse.Namespace) -> int:
     modes = sum(x is not None for x in (args.query, args.suite, args.write_events))
     if modes != 1:
         raise JetbenchError("give one of --query N, --suite smoke or --write-events PATH")
-    config = NexmarkConfig(num_events=args.events, num_event_generators=args.generators)  # checks both
+    if args.rate is not None and (args.query is None or args.runner != "local" or args.events_file):
+        raise JetbenchError("--rate goes with --query N on the local runner, the events generated in the job")
+    config = NexmarkConfig(num_events=args.events, num_event_generators=args.generators,
+                           event_rate=10_000 if args.rate is None else args.rate)  # checks all three
+    if args.rate is not None:
+        from .suite import run_rated
+
+        check_query(args.query)
+        r = run_rated(args.query, config)
+        if args.json:
+            print(json.dumps(r.as_dict()))
+        else:
+            print(f"nexmark Q{r.query}: {r.results:,} results from {r.events:,} events at {r.rate:,}/s asked "
+                  f"({r.events_per_s:,.0f}/s achieved, {r.generators} generator(s)), local runner")
+            p50 = "-" if r.latency_p50_ms is None else f"{r.latency_p50_ms:.1f} ms"
+            p99 = "-" if r.latency_p99_ms is None else f"{r.latency_p99_ms:.1f} ms"
+            print(f"  result latency p50 {p50}, p99 {p99}"
+                  + (f" ({r.flushed:,} results of windows still open when the input ended are left out)"
+                     if r.flushed else ""))
+        return 0
     try:
         if args.write_events:
             pairs, _ = generate_timed(config)

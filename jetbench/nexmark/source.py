@@ -4,9 +4,13 @@
 timelines) instance k of n runs generators k, k+n, ... and emits their events merged in
 timestamp order; with one generator, instance k emits event numbers k, k+n, ... Every item is
 ``(timestamp ms, event)`` and the planner puts watermarks after each instance, so windows
-close as the events' time passes. ``rate_limited=True`` emits each event when its time comes
-(event time relative to the base time, on the job's clock: ``config.event_rate`` events/s
-in all), as Beam's ``isRateLimited``; otherwise as fast as the job takes them.
+close as the events' time passes. ``rate_limited=True`` emits each event when its time comes,
+``config.event_rate`` events/s in all (Beam's ``isRateLimited``): an event is due at its
+timestamp on the job clock's wall time, so with a base time in the near future (Beam's
+``useWallclockEventTime``, what ``jetbench nexmark --rate`` does) ``now - timestamp`` at a sink
+is the event's true latency; when the base time is already past at the start (the default
+2015 base), each instance shifts the schedule to begin at its start. Otherwise events go out as
+fast as the job takes them.
 
 `from_events(pairs)` is a source over events already in memory (``(timestamp, event)`` pairs in
 timestamp order, as `generator.generate` yields them), for measuring queries without the
@@ -51,7 +55,7 @@ class NexmarkSourceP(EmittingProcessor):
         self.rate_limited = rate_limited
         self._it: Iterator[tuple[int, Event]] = iter(())
         self._head: tuple[int, Event] | None = None
-        self._start_ns = 0
+        self._shift_ms = 0.0
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
@@ -62,17 +66,19 @@ class NexmarkSourceP(EmittingProcessor):
         else:
             self._it = heapq.merge(*(generator_events(g) for g in gens[k::n]), key=_ts)
         self._clock = context.clock
-        self._start_ns = context.clock.monotonic_ns()
+        # an event at ts is due at wall time ts + shift (no shift while the base time is ahead)
+        self._shift_ms = max(0.0, context.clock.time_ns() / 1e6 - self.config.base_time)
         self._head = next(self._it, None)
 
     def _due_ms(self) -> float:
-        return self.config.base_time + (self._clock.monotonic_ns() - self._start_ns) / 1e6
+        """Timestamps due by now."""
+        return self._clock.time_ns() / 1e6 - self._shift_ms
 
     def next_wake_time(self) -> float | None:
         """When (the clock's monotonic seconds) the next event is due, when rate-limited."""
         if self._head is None or not self.rate_limited:
             return None
-        return (self._start_ns / 1e6 + self._head[0] - self.config.base_time) / 1000
+        return self._clock.monotonic_ns() / 1e9 + (self._head[0] - self._due_ms()) / 1000
 
     def complete(self) -> bool:
         emitter = self._emitter

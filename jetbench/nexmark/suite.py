@@ -38,6 +38,10 @@ class QueryRun:
     events_per_s: float
     generator_events_per_s: float | None
     beam_smoke_count: int | None = None
+    rate: int | None = None  # events/s asked of a rate-limited source (None: as fast as it goes)
+    latency_p50_ms: float | None = None
+    latency_p99_ms: float | None = None
+    flushed: int | None = None  # results of windows the input's end closed early (not in the latency)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,3 +111,29 @@ def smoke_table(runs: list[QueryRun]) -> str:
         lines.append(f"{'Q' + str(r.query):>5} {r.events:>8,} {r.results:>8,} {beam:>8}  {same:<4}  {r.digest:<16} "
                      f"{r.events_per_s:>10,.0f}")
     return "\n".join(lines)
+
+
+def run_rated(query: int, config: NexmarkConfig, lead_ms: int = 300) -> QueryRun:
+    """Query ``query`` over events generated in the job and emitted at ``config.event_rate``
+    events/s on the wall clock (the base time is the clock ``lead_ms`` from now, as Beam's
+    ``useWallclockEventTime``), into a latency sink: each result's latency is the time from its
+    timestamp (the event's time; a window's end for windowed results) to its arrival at the sink,
+    over the results that arrived after their time (`jetbench.nexmark.latency`: windows the
+    input's end flushes early are left out). Returns the result count, the p50/p99 latency and
+    the events/s achieved (no digest)."""
+    from dataclasses import replace
+
+    from ..runners import run
+    from .latency import settled_latency
+    from .queries import pipeline
+    from .source import nexmark
+
+    check_query(query)
+    config = replace(config, base_time=int(time.time() * 1000) + lead_ms)
+    p = pipeline(query, nexmark(config, rate_limited=True), config, sink=settled_latency())
+    stats = run(p, progress=False)
+    seconds = time.time() - config.base_time / 1000
+    return QueryRun(query, config.num_events, config.num_event_generators, "local", stats["count"] + stats["flushed"],
+                    "", seconds,
+                    config.num_events / max(seconds, 1e-9), None, None, config.event_rate, stats["p50_ms"],
+                    stats["p99_ms"], stats["flushed"])

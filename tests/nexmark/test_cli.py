@@ -94,3 +94,26 @@ def test_smoke_suite_reproduces_beams_published_counts(capsys):
     assert {q: r["results"] for q, r in rows.items()} == {0: 100_000, 1: 92_000, 2: 351, 5: 12, 7: 1, 8: 6000}
     assert all(r["results"] == r["beam_smoke_count"] for r in rows.values())
     assert code == 0
+
+
+def test_rate_limited_run_reports_latency(capsys):
+    # 4000 events at 20,000/s: 0.2 s of events (plus the 0.3 s lead before the base time)
+    code, out, _ = run_cli(capsys, "--query", "1", "--rate", "20000", "--events", "4000", "--json")
+    row = json.loads(out)
+    assert code == 0 and row["rate"] == 20_000 and row["results"] == 3680 and row["flushed"] == 0
+    assert 0 <= row["latency_p50_ms"] <= row["latency_p99_ms"] < 1000
+    assert row["events_per_s"] < 20_000 * 1.1
+
+
+def test_rate_limited_windows_closed_by_the_end_of_input_are_left_out(capsys):
+    # 0.4 s of events, windows of 10 s: every window is flushed when the input ends
+    code, out, _ = run_cli(capsys, "--query", "7", "--rate", "10000", "--events", "4000")
+    assert code == 0
+    assert "latency p50 -, p99 - (1 results of windows still open when the input ended are left out)" in out
+
+
+@pytest.mark.parametrize("args", [["--query", "1", "--rate", "0"], ["--query", "1", "--rate", "10", "--runner", "spark"],
+                                  ["--suite", "smoke", "--rate", "10"]])
+def test_bad_rate(capsys, args):
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2 and "error:" in err

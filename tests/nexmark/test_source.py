@@ -35,3 +35,15 @@ def test_rate_limited_source_emits_events_when_their_time_comes():
     fast = time.perf_counter()
     collect_pairs(nexmark(config))
     assert time.perf_counter() - fast < elapsed
+
+
+def test_with_a_base_time_ahead_events_are_due_at_their_timestamps_on_the_wall_clock():
+    base = int(time.time() * 1000) + 300
+    config = NexmarkConfig(num_events=200, num_event_generators=1, event_rate=2000, base_time=base)
+    seen = []
+    p = Pipeline()
+    p.read_from(nexmark(config, rate_limited=True)).write_to(sinks.callback(lambda e: seen.append((time.time() * 1000, e))))
+    run(p, progress=False)
+    assert len(seen) == 200
+    assert all(arrived >= e.date_time - 1 for arrived, e in seen)  # never before its time (1 ms of rounding)
+    assert seen[0][0] >= base - 1 and seen[-1][1].date_time == base + 99

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ...pipeline.connectors import Source
+from ...pipeline.connectors import Sink, Source
 from ...pipeline.stages import Pipeline
 from ...sinks import collect
 from ..config import NexmarkConfig
@@ -23,12 +23,12 @@ from . import q0, q1, q2, q5, q7, q8
 QUERIES: dict[int, ModuleType] = {0: q0, 1: q1, 2: q2, 5: q5, 7: q7, 8: q8}
 
 
-def pipeline(query: int, source: Source, config: NexmarkConfig | None = None) -> Pipeline:
-    """``source`` through query ``query``, into a collecting sink."""
+def pipeline(query: int, source: Source, config: NexmarkConfig | None = None, sink: Sink | None = None) -> Pipeline:
+    """``source`` through query ``query``, into ``sink`` (default: a collecting sink)."""
     if query not in QUERIES:
         from ...core.errors import JetbenchError
 
         raise JetbenchError(f"nexmark: unknown query {query!r}; this version has {', '.join(map(str, QUERIES))}")
     p = Pipeline()
-    QUERIES[query].query(p.read_from(source), config or NexmarkConfig()).write_to(collect())
+    QUERIES[query].query(p.read_from(source), config or NexmarkConfig()).write_to(sink or collect())
     return p
