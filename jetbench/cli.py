@@ -6,7 +6,7 @@
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
     jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
-    jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark] [--json]
+    jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark] [--rate R] [--json]
     jetbench lab [--dir DIR] [--port N] [--no-browser] [jupyter lab options...]
 """
 
