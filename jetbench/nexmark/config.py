@@ -9,7 +9,7 @@ default: first and next rate equal, so its SINE shape is one step).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..core.errors import JetbenchError
 
@@ -54,9 +54,6 @@ class NexmarkConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise JetbenchError(f"nexmark: {name} must be an int > 0, got {value!r}")
-
-    def with_(self, **changes: object) -> NexmarkConfig:
-        return replace(self, **changes)  # type: ignore[arg-type]
 
     @property
     def inter_event_delay_us(self) -> int:
