@@ -56,6 +56,9 @@ def test_q1_converts_bid_prices_with_integer_division():
     assert sorted(b.price for b in got) == [0, 177, 222, 890]
     assert all(isinstance(b, Bid) for b in got)
     assert {b.date_time for b in got} == {20, 30, 40, 60}
+    from jetbench.nexmark.queries.q1 import to_euros
+
+    assert to_euros(bid(1, -199, 0)).price == -177  # Java's division truncates (-17711 / 100)
 
 
 def test_q2_selects_bids_on_every_123rd_auction():

@@ -11,7 +11,10 @@ from ..model import Bid, is_bid
 
 
 def to_euros(bid: Bid) -> Bid:
-    return bid._replace(price=java_div(bid.price * 89, 100))
+    price = bid.price * 89
+    # floor division equals Java's truncating one for the (always positive) generated prices
+    euros = price // 100 if price >= 0 else java_div(price, 100)
+    return Bid(bid.auction, bid.bidder, euros, bid.date_time, bid.extra)
 
 
 def query(events: Stage, config: NexmarkConfig) -> Stage:
