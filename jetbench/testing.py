@@ -13,8 +13,9 @@ output still pending, or take too long per call.
 ...     input=[1, 2, Watermark(5), 3],
 ...     expected=[10, 20, Watermark(5), 30],
 ... )
->>> [run.mode for run in report.runs]
-['inbox_limit=1', 'inbox_limit=1024']
+>>> [run.mode for run in report.runs]  # doctest: +NORMALIZE_WHITESPACE
+['inbox_limit=1', 'inbox_limit=1024', 'inbox_limit=1, restore every snapshot',
+ 'inbox_limit=1, restore every other snapshot', 'inbox_limit=1, snapshots never restored']
 
 A processor that does the wrong thing fails with an `AssertionError` naming the mode:
 
@@ -40,12 +41,20 @@ Differences from Jet's ``TestSupport`` (quirks fixed, Python API differences):
 * The boolean methods must return a real ``bool`` (a forgotten ``return`` gives None, which would
   otherwise loop forever).
 * Call times exclude garbage-collector pauses.
-* No snapshot modes yet (see the TODO at `_MODES`).
+* The snapshot modes run by default only for a processor that supports snapshots
+  (``snapshot_support`` ``"supported"``, e.g. it overrides ``save_to_snapshot``): Jet runs them
+  for every processor, but a Python processor that keeps state without saving it would fail
+  them; ``snapshots=True`` asks for them anyway. They also run phase 1's
+  ``snapshot_commit_prepare`` and, for a snapshot not restored, phase 2's
+  ``snapshot_commit_finish(True)``; and a restored instance gets ``complete_edge`` again for the
+  input ordinals exhausted before the snapshot, as the engine's restored job does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import pickle
 import time
 import warnings
 from collections import Counter
@@ -65,22 +74,36 @@ __all__ = ["RunReport", "SlowCallWarning", "VerifyReport", "verify_processor"]
 OUTBOX_CAPACITY = 1
 
 
+#: what the snapshot modes do with the snapshots they take
+RESTORE_EVERY, RESTORE_EVERY_OTHER, RESTORE_NEVER = 1, 2, 0
+
+
 @dataclass(frozen=True)
 class _Mode:
     inbox_limit: int
+    #: None: no snapshots; else restore every `restore_interval`-th snapshot (0: never)
+    restore_interval: int | None = None
 
     @property
     def name(self) -> str:
-        return f"inbox_limit={self.inbox_limit}"
+        name = f"inbox_limit={self.inbox_limit}"
+        if self.restore_interval is None:
+            return name
+        what = {RESTORE_EVERY: "restore every snapshot", RESTORE_EVERY_OTHER: "restore every other snapshot",
+                RESTORE_NEVER: "snapshots never restored"}[self.restore_interval]
+        return f"{name}, {what}"
+
+    @property
+    def snapshots(self) -> bool:
+        return self.restore_interval is not None
 
 
-# The runs, in order; the second one only runs when there is input.
-# TODO(snapshots): Jet's modes 3-5 slot in here once processors get saveToSnapshot /
-#  restoreFromSnapshot: (inbox_limit=1, restore every snapshot), (inbox_limit=1, restore every
-#  other snapshot), (inbox_limit=1, snapshots saved but never restored). The snapshot(+restore)
-#  points are marked "TODO(snapshots)" in `_Run`: before any input, at every empty inbox, and
-#  between complete() calls that made progress but returned False.
-_MODES = (_Mode(inbox_limit=1), _Mode(inbox_limit=1024))
+# The runs, in order (Jet's five): the second one only runs when there is input; the last three
+# (snapshot modes) only when the processor takes part in snapshots (see ``snapshots``). Each
+# snapshot mode takes a snapshot before any input, at every empty inbox and between
+# complete() calls that made progress but returned False.
+_MODES = (_Mode(inbox_limit=1), _Mode(inbox_limit=1024),
+          _Mode(1, RESTORE_EVERY), _Mode(1, RESTORE_EVERY_OTHER), _Mode(1, RESTORE_NEVER))
 
 
 class SlowCallWarning(UserWarning):
@@ -131,6 +154,7 @@ def verify_processor(
     context: ProcessorContext | Mapping[str, Any] | None = None,
     progress_assertion: bool = True,
     call_complete: bool = True,
+    snapshots: bool | None = None,
     cooperative_warn_ms: float | None = 5.0,
     cooperative_fail_ms: float | None = 5000.0,
     noncooperative_warn_ms: float | None = 10_000.0,
@@ -138,13 +162,25 @@ def verify_processor(
 ) -> VerifyReport:
     """Run a processor from ``supplier`` through every test mode and check its output.
 
-    Modes: inbox limit 1, then inbox limit 1024 (only if there is at least one input item); each
-    with a fresh processor from ``supplier``, a fresh outbox of capacity 1 per output ordinal and a
-    fresh output. Per run: ``init``; the input in order (priority groups ascending, ordinals
+    Modes: inbox limit 1, then inbox limit 1024 (only if there is at least one input item), then
+    Jet's three snapshot modes at inbox limit 1: every snapshot restored into a new instance,
+    every other snapshot restored, snapshots taken but never restored; each with a fresh
+    processor from ``supplier``, a fresh outbox of capacity 1 per output ordinal and a fresh
+    output. Per run: ``init``; the input in order (priority groups ascending, ordinals
     interleaved item by item within a group, up to ``inbox_limit`` consecutive items of one ordinal
     per inbox; watermarks through ``try_process_watermark``), with ``try_process`` at every empty
     inbox and ``complete_edge`` for every exhausted input ordinal; ``complete()`` until it returns
     True; ``close()`` (always, also after a failure); then the output check.
+
+    A snapshot (Jet's ``TestSupport``): ``save_to_snapshot()`` until True, each call making
+    progress (True, an entry or an output item), into a snapshot bucket of one entry emptied
+    after each call; ``snapshot_commit_prepare()`` until True; the entries pickled and read
+    back (a deep copy, as the engine stores them). Restored: the instance is closed and a
+    **new** one from ``supplier`` is initialised, gets the entries through
+    ``restore_from_snapshot`` (each call takes an entry or emits) and
+    ``finish_snapshot_restore()``, then goes on where the old one stopped. Not restored:
+    ``snapshot_commit_finish(True)``. In the snapshot modes the context's
+    ``processing_guarantee`` is ``"exactly_once"`` unless the given context names one.
 
     Args:
         supplier: zero-argument callable returning a **new** processor on every call.
@@ -165,6 +201,9 @@ def verify_processor(
         progress_assertion: require every ``process``/``try_process_watermark``/``complete_edge``/
             ``complete`` call to take an input item, emit something, or return True.
         call_complete: call ``complete()`` after the input (disable for streaming processors).
+        snapshots: run the three snapshot modes (Jet's ``disableSnapshots`` is
+            ``snapshots=False``); None (the default): only when the processor supports
+            snapshots (its ``snapshot_support`` is ``"supported"``).
         cooperative_warn_ms: a cooperative call slower than this emits a `SlowCallWarning`.
         cooperative_fail_ms: a cooperative call slower than this fails the test (None: never).
         noncooperative_warn_ms: a non-cooperative call slower than this emits a `SlowCallWarning`.
@@ -211,6 +250,7 @@ def verify_processor(
         context=ctx,
         progress_assertion=progress_assertion,
         call_complete=call_complete,
+        snapshots=snapshots,
         cooperative_warn_ms=cooperative_warn_ms,
         cooperative_fail_ms=cooperative_fail_ms,
         noncooperative_warn_ms=noncooperative_warn_ms,
@@ -236,9 +276,7 @@ def _verify(
     output_ordinals = settings.output_ordinals
     report = VerifyReport()
     seen: list[Processor] = []
-    for mode in _MODES:
-        if mode.inbox_limit > 1 and not settings.order:
-            continue
+    def new_processor() -> Processor:
         processor = supplier()
         if not isinstance(processor, Processor):
             raise TypeError(f"supplier {supplier!r} returned {processor!r}, not a Processor")
@@ -248,7 +286,15 @@ def _verify(
                 "create a new one on every call"
             )
         seen.append(processor)
-        run = _Run(settings, mode, processor, gc_clock)
+        return processor
+
+    for mode in _MODES:
+        if mode.inbox_limit > 1 and not settings.order:
+            continue
+        processor = new_processor()
+        if mode.snapshots and not _wants_snapshots(settings.snapshots, processor):
+            continue
+        run = _Run(settings, mode, processor, gc_clock, new_processor)
         output = run.execute()
         shaped = output[0] if output_ordinals == 1 else output
         if assert_output is not None:
@@ -264,7 +310,7 @@ def _verify(
             RunReport(
                 mode=mode.name,
                 inbox_limit=mode.inbox_limit,
-                processor=processor,
+                processor=run.processor,
                 output=shaped,
                 calls=run.calls,
                 slowest_call=run.slowest_call,
@@ -272,6 +318,20 @@ def _verify(
             )
         )
     return report
+
+
+def _wants_snapshots(snapshots: bool | None, processor: Processor) -> bool:
+    from .core.snapshot import snapshot_support
+
+    support = snapshot_support(processor)
+    if snapshots is None:
+        return support == "supported"
+    if snapshots and support == "unsupported":
+        raise AssertionError(
+            f"snapshots=True, but {type(processor).__name__} says it keeps state it cannot save "
+            "(snapshot_support 'unsupported', or a source that is not replayable)"
+        )
+    return snapshots
 
 
 # -- argument handling -------------------------------------------------------------------------
@@ -286,6 +346,7 @@ class _Settings:
     context: ProcessorContext
     progress_assertion: bool
     call_complete: bool
+    snapshots: bool | None
     cooperative_warn_ms: float | None
     cooperative_fail_ms: float | None
     noncooperative_warn_ms: float | None
@@ -493,7 +554,8 @@ def _fmt(items: list, limit: int = 2000) -> str:
 class _Run:
     """One mode: a fresh processor, outbox and output, driven from init to close."""
 
-    def __init__(self, settings: _Settings, mode: _Mode, processor: Processor, gc_clock: _GcClock):
+    def __init__(self, settings: _Settings, mode: _Mode, processor: Processor, gc_clock: _GcClock,
+                 new_processor: Callable[[], Processor] | None = None):
         self.s = settings
         self.gc_clock = gc_clock
         self.mode = mode
@@ -503,22 +565,30 @@ class _Run:
         self.cooperative = bool(processor.is_cooperative)  # read before init, as the engine does
         n = settings.output_ordinals
         self.output: list[list] = [[] for _ in range(n)]
-        if self.cooperative:
-            self.outbox: Outbox = _CheckingOutbox(n, OUTBOX_CAPACITY, self.label)
-        else:
-            self.outbox = BlockingOutbox(n, OUTBOX_CAPACITY, self.label, self._drain)
+        self.outbox = self._new_outbox()
         self.inbox = Inbox()
         self.calls = 0
         self.slowest_ns = 0
         self.slowest_call = ""
+        self.context = settings.context
+        if mode.snapshots and self.context.processing_guarantee == "none":
+            self.context = dataclasses.replace(self.context, processing_guarantee="exactly_once")
+        self._new_processor = new_processor
+        self._snapshots_taken = 0
+        self._completed_edges: list[int] = []  # input ordinals whose complete_edge returned True
+
+    def _new_outbox(self) -> Outbox:
+        n = self.s.output_ordinals
+        if self.cooperative:
+            return _CheckingOutbox(n, OUTBOX_CAPACITY, self.label)
+        return BlockingOutbox(n, OUTBOX_CAPACITY, self.label, self._drain)
 
     # -- driving ---------------------------------------------------------------------------
 
     def execute(self) -> list[list]:
-        processor = self.processor
         try:
-            processor.init(self.outbox, self.s.context)
-            # TODO(snapshots): snapshot(+restore) before any input.
+            self.processor.init(self.outbox, self.context)
+            self._snapshot()  # before any input
             if self.s.has_input:
                 self._run_input()
             if self.s.call_complete:
@@ -527,12 +597,94 @@ class _Run:
             if not getattr(e, "_verify_processor", False):
                 e.add_note(f"verify_processor: raised while testing {self.label}")
             try:
-                processor.close()
+                self.processor.close()
             except Exception as close_error:
                 e.add_note(f"verify_processor: close() then raised {close_error!r}")
             raise
-        processor.close()
+        self.processor.close()
         return self.output
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def _snapshot(self) -> None:
+        """In a snapshot mode: take a snapshot, then restore it into a new instance or commit it."""
+        mode = self.mode
+        if not mode.snapshots:
+            return
+        entries = self._save()
+        interval = mode.restore_interval
+        restore = interval is not None and interval > 0 and self._snapshots_taken % interval == 0
+        self._snapshots_taken += 1
+        if restore:
+            self._restore(entries)
+        else:
+            self._run_bool("snapshot_commit_finish", self.processor.snapshot_commit_finish, True)
+
+    def _save(self) -> list[tuple[Any, Any]]:
+        outbox = self.outbox
+        entries: list[tuple[Any, Any]] = []
+        calls = 0
+        while True:
+            calls = self._count(calls, "save_to_snapshot()")
+            mark = self._mark()
+            done = self._call_bool("save_to_snapshot", self.processor.save_to_snapshot)
+            taken = outbox.take_snapshot()
+            entries += taken
+            if self.s.progress_assertion and not done and not taken and not self._produced(mark):
+                self._fail(
+                    f"save_to_snapshot() call without progress: {self.name}.save_to_snapshot() returned "
+                    "False, saved no entry and emitted nothing"
+                )
+            self._drain()
+            if done:
+                break
+        self._run_bool("snapshot_commit_prepare", self.processor.snapshot_commit_prepare)
+        try:  # what the engine stores: a deep copy, taken at the barrier
+            copied: list[tuple[Any, Any]] = pickle.loads(pickle.dumps(entries, pickle.HIGHEST_PROTOCOL))
+        except Exception as e:
+            self._fail(f"{self.name}'s snapshot entries cannot be pickled: {type(e).__name__}: {e}")
+            raise  # unreachable: _fail raises
+        return copied
+
+    def _restore(self, entries: list[tuple[Any, Any]]) -> None:
+        """Close the instance and go on in a new one restored from ``entries``."""
+        assert self._new_processor is not None  # verify_processor gives it to snapshot modes
+        if self.outbox.has_data() or self.outbox.pending_watermark is not None:
+            self._fail("the outbox is not empty after a snapshot was saved")
+        self.processor.close()
+        self.processor = self._new_processor()
+        self.outbox = self._new_outbox()
+        self.processor.init(self.outbox, self.context)
+        inbox = Inbox(list(entries))
+        calls = 0
+        while inbox:
+            calls = self._count(calls, "restore_from_snapshot()")
+            before = len(inbox)
+            mark = self._mark()
+            self._call("restore_from_snapshot", self.processor.restore_from_snapshot, inbox)
+            if len(inbox) >= before and not self._produced(mark):
+                self._fail(
+                    f"restore_from_snapshot() call without progress: {self.name}.restore_from_snapshot(inbox) "
+                    f"neither took an entry ({before} entries, head {_short(inbox.peek())}) nor emitted anything"
+                )
+            self._drain()
+        self._run_bool("finish_snapshot_restore", self.processor.finish_snapshot_restore)
+        for ordinal in self._completed_edges:  # the restored job's upstream, done, sends DONE again
+            self._run_complete_edge(ordinal, again=True)
+
+    def _run_bool(self, method: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Call a snapshot method until it returns True, each call making progress."""
+        calls = 0
+        while True:
+            calls = self._count(calls, f"{method}()")
+            mark = self._mark()
+            done = self._call_bool(method, fn, *args)
+            if self.s.progress_assertion and not done and not self._produced(mark):
+                self._fail(f"{method}() call without progress: {self.name}.{method}() returned False "
+                           "and emitted nothing")
+            self._drain()
+            if done:
+                return
 
     def _run_input(self) -> None:
         order = self.s.order
@@ -541,7 +693,8 @@ class _Run:
         pos = 0
         while True:
             # The inbox is empty here.
-            # TODO(snapshots): snapshot(+restore) at every empty inbox (Jet does it after each batch).
+            if pos:
+                self._snapshot()  # (the first was taken before any input)
             self._run_try_process()
             while edges and self.s.exhausted_at[edges[0]] <= pos:
                 self._run_complete_edge(edges.pop(0))
@@ -612,7 +765,9 @@ class _Run:
             if done:
                 return
 
-    def _run_complete_edge(self, ordinal: int) -> None:
+    def _run_complete_edge(self, ordinal: int, again: bool = False) -> None:
+        if not again:
+            self._completed_edges.append(ordinal)
         calls = 0
         while True:
             calls = self._count(calls, f"complete_edge({ordinal})")
@@ -648,7 +803,8 @@ class _Run:
             self._drain()
             if done:
                 return
-            # TODO(snapshots): snapshot(+restore) here when this call made progress.
+            if self._produced(mark):
+                self._snapshot()
 
     # -- helpers ---------------------------------------------------------------------------
 

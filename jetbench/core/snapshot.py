@@ -94,6 +94,9 @@ class SnapshotCoordinator:
         self.entries: dict[_Key, bytes] = {}  # pickled entry lists
         self.finished_entries: dict[_Key, bytes] = {}
         self.started = 0.0
+        #: vertices upstream of a higher-priority input (`priority_upstream`): no snapshot starts
+        #: before all of their instances finished
+        self.postponed_by: set[str] = set()
 
     def set_tasklets(self, tasklets: Sequence[ProcessorTasklet]) -> None:
         self.tasklets = list(tasklets)
@@ -124,6 +127,14 @@ class SnapshotCoordinator:
             self.cond.notify_all()
 
     # -- called by the coordinator, under ``cond`` ----------------------------------------------
+
+    def may_start(self) -> bool:
+        """Whether a snapshot may start: every instance of a vertex upstream of a
+        higher-priority input has finished (Jet postpones snapshots the same way)."""
+        if not self.postponed_by:
+            return True
+        finished = self.finished_entries
+        return all((t.vertex_name, t.index) in finished for t in self.tasklets if t.vertex_name in self.postponed_by)
 
     def start(self, now: float) -> int:
         self.requested_id += 1
@@ -309,6 +320,7 @@ class FaultTolerantJob(Job):
                                       SnapshotSetup(coordinator, last_id, setup_restore, setup_done,
                                                     self.config.processing_guarantee))
         coordinator.set_tasklets(plan.tasklets)
+        coordinator.postponed_by = priority_upstream(self.dag)
         if self.config.snapshots:
             try:
                 check_plan(self.dag, plan)
@@ -412,11 +424,13 @@ class FaultTolerantJob(Job):
                     next_due = now + interval if interval is not None else next_due
                     cond.notify_all()
                 elif (coordinator.phase == 0 and interval is not None and not self.terminating
-                      and (now >= next_due or self._export_wanted > coordinator.requested_id)):
+                      and (now >= next_due or self._export_wanted > coordinator.requested_id)
+                      and coordinator.may_start()):
                     coordinator.start(now)
                     wake = True
                 else:
-                    timeout = 0.5 if coordinator.phase else min(max(next_due - now, 0.0), 0.5)
+                    postponed = coordinator.phase == 0 and not coordinator.may_start()  # woken as they finish
+                    timeout = 0.5 if coordinator.phase or postponed else min(max(next_due - now, 0.0), 0.5)
                     cond.wait(timeout)
             if wake:
                 self._wake_workers()
@@ -447,15 +461,33 @@ class FaultTolerantJob(Job):
 
 def check_plan(dag: DAG, plan: JobPlan) -> None:
     """A `JetbenchError` naming the vertex when a guarantee cannot be kept: a processor keeps
-    state it cannot snapshot, or a vertex has inputs of different priorities."""
+    state it cannot snapshot."""
     for t in plan.tasklets:
         if snapshot_support(t.processor) == "unsupported":
             raise JetbenchError(
                 f"vertex {t.vertex_name!r}: {type(t.processor).__name__} keeps state it cannot save in a snapshot, so "
                 f"the job cannot have a processing guarantee; use processing_guarantee='none' or another processor")
-    priorities: dict[str, set[int]] = {}
+
+
+def priority_upstream(dag: DAG) -> set[str]:
+    """The vertices upstream (inclusive) of an input that has a higher priority (a lower value)
+    than another input of its vertex, e.g. a hash join's build side.
+
+    A vertex takes its lower-priority inputs only once the higher-priority ones are done, so
+    it could never see a barrier on all its inputs while those still run: as in Jet, the job
+    takes its first snapshot once all of these vertices have finished (with a guarantee, a
+    higher-priority input must be finite)."""
+    inputs: dict[str, list[Any]] = {}
     for e in dag.edges:
-        priorities.setdefault(e.target.name, set()).add(e.edge_priority)
-    for vertex, ps in priorities.items():
-        if len(ps) > 1:
-            raise JetbenchError(f"vertex {vertex!r}: inputs of different priorities cannot take part in snapshots yet")
+        inputs.setdefault(e.target.name, []).append(e)
+    found: set[str] = set()
+    todo: list[str] = []
+    for edges in inputs.values():
+        lowest = max(e.edge_priority for e in edges)
+        todo += [e.source.name for e in edges if e.edge_priority < lowest]
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo += [e.source.name for e in inputs.get(name, ())]
+    return found

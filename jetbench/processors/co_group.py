@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, ClassVar
 
 from ..core.dag import Routing
@@ -14,6 +15,7 @@ from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
 from .hash_join import _check_keys
 from .planning import Output, Planner, PlanNode, StageSpec
+from .snapshotting import EntrySaver
 from .supplier import ProcessorSupplier, made_by, set_builder_code
 
 
@@ -22,14 +24,20 @@ class CoGroupP(EmittingProcessor):
 
     When both inputs are exhausted it emits ``(key, [left items], [right items])`` for every key
     seen on either side, in the order keys were first seen, each list in arrival order.
+
+    Snapshots: one ``(key, (left items, right items))`` entry per group (restored into the
+    instance owning the key; the lists of one key from two instances are joined); once
+    ``complete()`` has begun, only the groups not yet emitted.
     """
 
-    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
         self.key_fns = (left_key, right_key)
         self.groups: dict[Hashable, tuple[list[Any], list[Any]]] = {}
         self._results: Iterator[tuple[Hashable, list[Any], list[Any]]] | None = None
+        self._emitted = 0  # groups complete() has handed to the emitter
+        self._saver = EntrySaver()
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         groups, key = self.groups, self.key_fns[ordinal]
@@ -42,11 +50,32 @@ class CoGroupP(EmittingProcessor):
 
     def complete(self) -> bool:
         if self._results is None:
-            self._results = ((k, lefts, rights) for k, (lefts, rights) in self.groups.items())
+            self._results = self._groups_from(0)
         if self._emitter.emit_from(self._results):
             self.groups = {}
             return True
         return False
+
+    def _groups_from(self, start: int) -> Iterator[tuple[Hashable, list[Any], list[Any]]]:
+        for k, (lefts, rights) in islice(self.groups.items(), start, None):
+            self._emitted += 1
+            yield k, lefts, rights
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # groups taken before the barrier go first
+            return False
+        skip = self._emitted if self._results is not None else 0
+        return self._saver.save(self.outbox, lambda: islice(self.groups.items(), skip, None))
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        groups = self.groups
+        for key, (lefts, rights) in inbox.take():
+            group = groups.get(key)
+            if group is None:
+                groups[key] = (lefts, rights)
+            else:
+                group[0].extend(lefts)
+                group[1].extend(rights)
 
 
 def co_group(left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]) -> ProcessorSupplier:

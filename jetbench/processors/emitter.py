@@ -79,7 +79,9 @@ class EmittingProcessor(Processor):
     """Base of processors that emit through an `Emitter` (``self._emitter``).
 
     Output the outbox refused waits in the emitter, out of the outbox's sight; so a watermark
-    is forwarded only after that output has gone, never ahead of it.
+    is forwarded only after that output has gone, never ahead of it, and so is a snapshot
+    barrier: ``save_to_snapshot`` first flushes that output (it was made from input before the
+    barrier), which is all a stateless emitting processor has to save.
     """
 
     _emitter: Emitter
@@ -90,3 +92,6 @@ class EmittingProcessor(Processor):
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         return self._emitter.flush() and self.outbox.offer(watermark)
+
+    def save_to_snapshot(self) -> bool:
+        return self._emitter.flush()

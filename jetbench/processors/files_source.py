@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
+from .snapshotting import instance_key, own_values
 from .supplier import ProcessorSupplier, made_by
 
 #: Characters of text a file source reads per ``complete()`` call (then it returns).
@@ -23,9 +25,14 @@ class FilesSourceP(EmittingProcessor):
 
     Non-cooperative (blocking file I/O). Each ``complete()`` reads about `FILE_CHUNK_CHARS`
     characters and emits them as one batch; it also copes with a refusing outbox (tests).
+
+    Snapshots: each instance saves, under a broadcast key naming it, how many of its files it
+    has finished and how many lines of the current one it has read (a text file cannot tell
+    its position after ``readlines``); a restored instance opens that file and skips those
+    lines. The files must not change in between.
     """
 
-    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+    snapshot_support: ClassVar[str] = "supported"
 
     is_cooperative = False
 
@@ -36,6 +43,9 @@ class FilesSourceP(EmittingProcessor):
         self.glob_pattern = glob_pattern
         self._mine: list[str] = []
         self._file: TextIO | None = None
+        self._files_done = 0  # of this instance's files, how many were read to the end
+        self._lines = 0  # lines read from the current file
+        self._skip = 0  # restored: lines of the next file opened already emitted
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
@@ -51,12 +61,39 @@ class FilesSourceP(EmittingProcessor):
                 if not self._mine:
                     return True
                 self._file = open(self._mine.pop(), encoding=self.encoding)  # noqa: SIM115 - closed below or in close()
+                self._lines = 0
+                readline = self._file.readline
+                while self._skip:  # restored: skip the lines emitted before the snapshot
+                    self._skip -= 1
+                    if readline():
+                        self._lines += 1
             lines = self._file.readlines(FILE_CHUNK_CHARS)
             if lines:
+                self._lines += len(lines)
                 emitter.emit([line[:-1] if line[-1:] == "\n" else line for line in lines])
                 return False
             self._file.close()
             self._file = None
+            self._files_done += 1
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # lines read before the barrier go first
+            return False
+        lines = self._lines if self._file is not None else self._skip
+        return self.outbox.offer_to_snapshot(instance_key("FilesSourceP", self.context),
+                                             (self.context.total_parallelism, self._files_done, lines))
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, _, _ = own_values(inbox, "FilesSourceP", self.context)
+        if not mine:
+            return
+        parallelism, done, lines = mine[0]
+        if parallelism != self.context.total_parallelism:
+            raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
+                                f"{parallelism}, this job runs {self.context.total_parallelism} instances")
+        del self._mine[len(self._mine) - done:]  # the files finished (the list is reversed)
+        self._files_done = done
+        self._skip = lines
 
     def close(self) -> None:
         if self._file is not None:

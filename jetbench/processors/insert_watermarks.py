@@ -53,6 +53,7 @@ from ..core.processor import Processor, ProcessorContext
 from .builder_kind import Kind, Param, Reader, none_if_empty
 from .emitter import Emitter
 from .planning import Output, Planner, PlanNode, StageSpec
+from .snapshotting import instance_key, own_values
 from .supplier import ProcessorSupplier, made_by
 
 _first = itemgetter(0)
@@ -64,9 +65,16 @@ class InsertWatermarksP(Processor):
 
     ``idle_timeout_ms`` of None or <= 0 disables the idle marker. Counters:
     ``watermarks_emitted`` (real watermarks), ``idle_messages_emitted``.
+
+    Snapshots: the items and watermarks decided before the barrier go out first; then the
+    instance saves, under a broadcast key, its watermark state: the last watermark, the
+    threshold that raises the next one, whether the input was idle, and the counters. A
+    restored instance takes its own (at another parallelism, the lowest last watermark saved,
+    as Jet does); an instance that was idle sends the idle marker again at once, since the
+    restored job downstream has not seen it.
     """
 
-    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(
         self,
@@ -197,6 +205,28 @@ class InsertWatermarksP(Processor):
 
     def complete(self) -> bool:
         return self._flush()
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def save_to_snapshot(self) -> bool:
+        if (self._emitter.pending or self._queue) and not self._flush():
+            return False
+        return self.outbox.offer_to_snapshot(
+            instance_key("InsertWatermarksP", self.context),
+            (self.last_watermark, self._threshold, self._idle, self.watermarks_emitted, self.idle_messages_emitted))
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, every, _ = own_values(inbox, "InsertWatermarksP", self.context)
+        if len(mine) == 1:
+            last, threshold, idle, self.watermarks_emitted, self.idle_messages_emitted = mine[0]
+        else:
+            known = [v for v in (mine or every) if v[0] is not None]
+            if not known:
+                return
+            last, threshold, idle = min(known, key=_first)[:3]
+        self.last_watermark, self._threshold = last, threshold
+        if idle and self.idle_timeout_ms is not None:  # the idle marker goes out again at once
+            self._last_item_at = self._monotonic() - self.idle_timeout_ms / 1000.0
 
 
 def _check_args(ts_fn: Any, allowed_lag: Any, throttle_frame: Any) -> None:

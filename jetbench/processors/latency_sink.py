@@ -8,7 +8,7 @@ import random
 from bisect import bisect_left
 from collections.abc import Callable
 from itertools import accumulate
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.clock import SYSTEM_CLOCK
 from ..core.errors import JetbenchError
@@ -16,6 +16,7 @@ from ..core.inbox import Inbox
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 from .builder_kind import Kind, Param, Reader
+from .snapshotting import instance_key, own_values
 from .supplier import ProcessorSupplier, made_by
 
 #: Latency samples a `LatencySinkP` keeps before it switches to reservoir sampling.
@@ -27,9 +28,14 @@ class LatencySinkP(Processor):
 
     Count, sum and max are exact; the samples for percentiles are all kept up to ``limit``,
     then a uniform reservoir of ``limit`` of them (algorithm R).
+
+    Snapshots: count, sum, max, the samples and the reservoir's random state, under a
+    broadcast key naming the instance; a restored instance takes its own (at another
+    parallelism, those of the old instances it stands for, merged: counts and sums added,
+    samples joined up to ``limit``).
     """
 
-    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+    snapshot_support: ClassVar[str] = "supported"
 
     collects = True
 
@@ -69,6 +75,21 @@ class LatencySinkP(Processor):
 
     def result_part(self) -> tuple[int, float, float, list[float]]:
         return self.count, self.total, self.max, self.samples
+
+    def save_to_snapshot(self) -> bool:
+        return self.outbox.offer_to_snapshot(instance_key("LatencySinkP", self.context),
+                                             (self.count, self.total, self.max, self.samples,
+                                              self._random.getstate()))
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, _, _ = own_values(inbox, "LatencySinkP", self.context)
+        for count, total, top, samples, state in mine:
+            if not self.count:
+                self._random.setstate(state)
+            self.count += count
+            self.total += total
+            self.max = max(self.max, top)
+            self.samples += samples[:max(0, self.limit - len(self.samples))]
 
 
 def latency_sink(limit: int = LATENCY_SAMPLE_LIMIT) -> ProcessorSupplier:

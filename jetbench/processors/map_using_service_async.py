@@ -26,13 +26,14 @@ from .builder_kind import TIMESTAMPED, Kind, Param, Reader
 from .emitter import EmittingProcessor
 from .map_using_service import SERVICE, _check_service, _close_service
 from .planning import Planner, PlanNode, StageSpec, plan_unary
+from .snapshotting import instance_key, own_values
 from .supplier import ProcessorSupplier, made_by
 
 #: Seconds `AsyncMapP.close` waits for its event loop to cancel the calls in flight and stop.
 ASYNC_SHUTDOWN_TIMEOUT_S = 5.0
 
-#: a call in flight: (its item's timestamp or None, its future)
-_Call = tuple[Any, concurrent.futures.Future[Any]]
+#: a call in flight: (its item's timestamp or None, its item, its future)
+_Call = tuple[Any, Any, concurrent.futures.Future[Any]]
 
 class AsyncMapP(EmittingProcessor):
     """Emits the results of ``await async_fn(service, item)``, with up to ``max_concurrent``
@@ -46,9 +47,15 @@ class AsyncMapP(EmittingProcessor):
 
     ``service_factory()`` runs in ``init``; if it returns an awaitable, that is awaited on the
     loop (for services that must be created inside it). ``service.close()`` may be sync or async.
+
+    Snapshots (Jet's unordered async mapping does the same): the results already taken go out
+    first; the calls still in flight are not waited for: their items are saved, in order,
+    under a broadcast key naming the instance, and a restored instance calls ``async_fn``
+    again for each of them before any new item. A result that left after the barrier belongs
+    to the next snapshot, so none is lost and, with exactly-once, none doubled.
     """
 
-    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(
         self,
@@ -67,7 +74,7 @@ class AsyncMapP(EmittingProcessor):
         self._has_service = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        # (ts or None, future) in submission order
+        # (ts or None, item, future) in submission order
         self._in_flight: deque[_Call] = deque()
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
@@ -109,10 +116,10 @@ class AsyncMapP(EmittingProcessor):
         append = in_flight.append
         if self.timestamped:
             for ts, x in inbox.take(free):
-                append((ts, submit(fn(service, x), loop)))
+                append((ts, x, submit(fn(service, x), loop)))
         else:
             for x in inbox.take(free):
-                append((None, submit(fn(service, x), loop)))
+                append((None, x, submit(fn(service, x), loop)))
 
     def try_process(self) -> bool:
         self._emit_done()  # results that finished while no input arrived
@@ -142,10 +149,10 @@ class AsyncMapP(EmittingProcessor):
         done: list[_Call]
         if self.preserve_order:
             done = []
-            while in_flight and len(done) < room and in_flight[0][1].done():
+            while in_flight and len(done) < room and in_flight[0][2].done():
                 done.append(in_flight.popleft())
             if not done:  # fail fast: a later call may have failed while the head still runs
-                for _, future in in_flight:
+                for _, _, future in in_flight:
                     if future.done() and not future.cancelled():
                         error = future.exception()
                         if error is not None:
@@ -154,15 +161,32 @@ class AsyncMapP(EmittingProcessor):
             waiting: deque[_Call]
             done, waiting = [], deque()
             for entry in in_flight:
-                (done if len(done) < room and entry[1].done() else waiting).append(entry)
+                (done if len(done) < room and entry[2].done() else waiting).append(entry)
             self._in_flight = waiting
         if not done:
             return True
         if self.timestamped:
-            out = [(ts, future.result()) for ts, future in done]
+            out = [(ts, future.result()) for ts, _, future in done]
         else:
-            out = [future.result() for _, future in done]
+            out = [future.result() for _, _, future in done]
         return emitter.emit(out)
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # results taken before the barrier go first
+            return False
+        calls = [(ts, x) for ts, x, _ in self._in_flight]
+        return self.outbox.offer_to_snapshot(instance_key("AsyncMapP", self.context), calls)
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, _, _ = own_values(inbox, "AsyncMapP", self.context)
+        loop, fn, service = self._loop, self.async_fn, self.service
+        assert loop is not None  # started by init
+        submit = asyncio.run_coroutine_threadsafe
+        for calls in mine:
+            for ts, x in calls:
+                self._in_flight.append((ts, x, submit(fn(service, x), loop)))
 
     # -- teardown ------------------------------------------------------------------------------
 

@@ -3,19 +3,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.inbox import Inbox
 from ..core.plan import merge_parts
 from ..core.processor import Processor
 from .builder_kind import Kind
+from .snapshotting import instance_key, own_values
 from .supplier import ProcessorSupplier, made_by
 
 
 class ToDictSinkP(Processor):
-    """Puts ``(key, value)`` pairs into a dict (a later value replaces an earlier one)."""
+    """Puts ``(key, value)`` pairs into a dict (a later value replaces an earlier one).
 
-    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+    Snapshots: the dict, under a broadcast key naming the instance; a restored instance takes
+    its own (at another parallelism, those of the old instances it stands for, in index order).
+    Exactly-once, as the result is only read once the job has completed: what a failed
+    execution added after the last snapshot went with its instance and is added again once.
+    """
+
+    snapshot_support: ClassVar[str] = "supported"
 
     collects = True
 
@@ -24,6 +31,14 @@ class ToDictSinkP(Processor):
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         self.result.update(inbox.take())
+
+    def save_to_snapshot(self) -> bool:
+        return self.outbox.offer_to_snapshot(instance_key("ToDictSinkP", self.context), self.result)
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, _, _ = own_values(inbox, "ToDictSinkP", self.context)
+        for part in mine:
+            self.result.update(part)
 
     def result_part(self) -> dict[Any, Any]:
         return self.result

@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, ClassVar
@@ -58,6 +58,7 @@ from .builder_kind import (
 )
 from .emitter import Emitter
 from .planning import EventKey, Output, Planner, PlanNode, StageSpec
+from .snapshotting import EntrySaver, instance_key, own_values
 from .supplier import ProcessorSupplier, made_by
 from .window_definition import WindowDefinition, WindowResult, session, sliding, tumbling
 
@@ -86,9 +87,16 @@ class SlidingWindowP(Processor):
     a future window are evicted. The watermark is forwarded after all its results went out.
     Unkeyed windows whose operation has ``accumulate_all`` fold whole batches at once
     (`folds_batches`).
+
+    Snapshots: one entry per (frame, key) accumulator and per running accumulator, under the
+    window key (so each goes back to the instance that owns the key), and the instance's
+    progress (next window end, the late and running bounds, the late-event counter) under a
+    broadcast key. A restored instance takes its own progress (at another parallelism, the
+    lowest next window end saved: windows are emitted again rather than lost); accumulators of
+    one key and frame from two instances are combined.
     """
 
-    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(
         self,
@@ -119,6 +127,9 @@ class SlidingWindowP(Processor):
         # whole-batch folding: global (no key) windows without a running accumulator
         self._fold_batches = key_fn is None and op.accumulate_all is not None and not self._running_mode
         self.late_events_dropped = 0
+        self._saver = EntrySaver()
+        self._restored: list[list[Any]] = [[], []]  # progress entries restored: this instance's, every one's
+        self._recount = False  # running accumulators of one key came from two instances
 
     @property
     def folds_batches(self) -> bool:
@@ -307,6 +318,75 @@ class SlidingWindowP(Processor):
         out += [(end, WindowResult(start, end, k, finish(a))) for k, a in window.items()]
 
 
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def _state(self) -> Iterator[tuple[Any, Any]]:
+        yield instance_key("SlidingWindowP", self.context), (self._next_end, self._low, self._mid,
+                                                             self.late_events_dropped)
+        for fs, frame in self.frames.items():
+            for key, acc in frame.items():
+                yield key, (_FRAME, fs, acc)
+        for key, entry in self._running.items():
+            yield key, (_RUNNING, entry[0], entry[1])
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # results of watermarks before the barrier go first
+            return False
+        return self._saver.save(self.outbox, self._state)
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, every, rest = own_values(inbox, "SlidingWindowP", self.context)
+        self._restored[0] += mine
+        self._restored[1] += every
+        frames, running = self.frames, self._running
+        for key, value in rest:
+            if value[0] == _FRAME:
+                frame = frames.get(value[1])
+                if frame is None:
+                    frame = frames[value[1]] = {}
+                acc = frame.get(key, _MISSING)
+                frame[key] = value[2] if acc is _MISSING else self._combined(key, acc, value[2])
+            else:
+                entry = running.get(key)
+                if entry is None:
+                    running[key] = [value[1], value[2]]
+                else:
+                    entry[0] = self._combined(key, entry[0], value[1])
+                    self._recount = True
+
+    def _combined(self, key: Hashable, a: Any, b: Any) -> Any:
+        combine = self.op.combine
+        if combine is None:
+            raise JetbenchError(f"vertex {self.context.vertex_name!r}: key {key!r} was restored from two instances "
+                                "and the operation has no combine")
+        return combine(a, b)
+
+    def finish_snapshot_restore(self) -> bool:
+        mine, every = self._restored
+        self._restored = [[], []]
+        progress = mine or every
+        if progress:
+            lowest = min(progress, key=_progress_order)
+            self._next_end, self._low, self._mid = lowest[0], lowest[1], lowest[2]
+            self.late_events_dropped = sum(v[3] for v in mine)
+        if self._recount:  # the running window's frame counts, from the frames restored
+            self._recount = False
+            end = self._next_end
+            for key, entry in self._running.items():
+                entry[1] = 0 if end is None else sum(
+                    1 for fs in range(end - self.size, end - self.slide, self.slide) if key in self.frames.get(fs, ()))
+        return True
+
+
+_FRAME = "frame"
+_RUNNING = "running"
+
+
+def _progress_order(value: list[Any] | tuple[Any, ...]) -> float:
+    """Saved window progress by next window end (none yet: lowest)."""
+    return -_INF if value[0] is None else float(value[0])
+
+
 def _check_sliding(op: AggregateOperation, window_def: WindowDefinition) -> None:
     if not isinstance(window_def, WindowDefinition) or window_def.kind != "sliding":
         raise JetbenchError(
@@ -327,9 +407,14 @@ class SessionWindowP(Processor):
     """Session windows per key: an event at ``ts`` opens ``[ts, ts + gap)``; overlapping or
     touching sessions merge (``op.combine``). A watermark emits every session with
     ``end <= wm``, ordered by end, then is forwarded.
+
+    Snapshots: each key's sessions under the key (back to the instance owning it), and the
+    instance's last watermark, late-event counter and deadline heap under a broadcast key. A
+    restored instance takes its own (at another parallelism, the lowest last watermark saved);
+    sessions of one key from two instances are merged where they overlap or touch.
     """
 
-    snapshot_support = "unsupported"  # keeps state it cannot snapshot yet (issue 16)
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(
         self, key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation, gap: int | float
@@ -345,10 +430,69 @@ class SessionWindowP(Processor):
         self._seq = 0
         self._last_wm: float = -_INF
         self.late_events_dropped = 0
+        self._saver = EntrySaver()
+        self._restored: list[list[Any]] = [[], []]  # instance entries restored: this instance's, every one's
+        self._merged: set[Hashable] = set()  # keys whose sessions came from two instances
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._emitter = Emitter(outbox)
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def _state(self) -> Iterator[tuple[Any, Any]]:
+        yield instance_key("SessionWindowP", self.context), (self._last_wm, self.late_events_dropped, self._seq,
+                                                             self._deadlines)
+        yield from self.sessions.items()
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # sessions closed before the barrier go first
+            return False
+        return self._saver.save(self.outbox, self._state)
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, every, rest = own_values(inbox, "SessionWindowP", self.context)
+        self._restored[0] += mine
+        self._restored[1] += every
+        sessions = self.sessions
+        for key, ss in rest:
+            current = sessions.get(key)
+            if current is None:
+                sessions[key] = ss
+            else:
+                sessions[key] = self._merge_sessions(sorted(current + ss, key=_start))
+                self._merged.add(key)
+
+    def _merge_sessions(self, ss: list[list[Any]]) -> list[list[Any]]:
+        combine = self.op.combine
+        assert combine is not None  # _check_session requires it
+        merged: list[list[Any]] = []
+        for s in ss:
+            if merged and s[0] <= merged[-1][1]:
+                last = merged[-1]
+                last[1] = max(last[1], s[1])
+                last[2] = combine(last[2], s[2])
+            else:
+                merged.append(s)
+        return merged
+
+    def finish_snapshot_restore(self) -> bool:
+        mine, every = self._restored
+        self._restored = [[], []]
+        if mine and len(mine) == 1:  # this very instance: its heap, so ties close in the same order
+            self._last_wm, self.late_events_dropped, self._seq, self._deadlines = mine[0]
+        elif mine or every:
+            self._last_wm = min(v[0] for v in (mine or every))
+            self.late_events_dropped = sum(v[1] for v in mine)
+            self._seq = max(v[2] for v in (mine or every))
+        covered = {entry[2] for entry in self._deadlines}
+        for key, ss in self.sessions.items():
+            if key not in covered or key in self._merged:
+                self._deadline(ss[0][1], key)
+        self._merged = set()
+        return True
+
+    # -- input ----------------------------------------------------------------------------------
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         sessions = self.sessions

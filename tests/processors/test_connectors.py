@@ -235,7 +235,7 @@ def test_latency_sink_measures_now_minus_timestamp():
     events = [(now - 50, "a"), (now - 10, "b"), (now - 30, "c")]
     report = verify_processor(latency_sink(), input=events, output_ordinals=0)
     summary = latency_sink().merge_results([run.processor.result_part() for run in report.runs])
-    assert summary["count"] == 6
+    assert summary["count"] == 3 * len(report.runs)
     assert 30 <= summary["p50_ms"] < 1030  # the 30 ms one, plus the time the test took
     assert summary["max_ms"] >= 50 and summary["mean_ms"] >= 30
     assert summary["p50_ms"] <= summary["p90_ms"] <= summary["p99_ms"] <= summary["p999_ms"] <= summary["max_ms"]

@@ -61,8 +61,9 @@ def test_map_using_service_verify():
     services = []
     supplier = map_using_service(lambda: Service(services), Service.lookup)
     assert supplier().is_cooperative is False
-    verify_processor(supplier, input=[1, 2, 3], expected=[10, 20, 30])
-    assert [s.closed for s in services] == [True, True]  # one service per instance (run)
+    report = verify_processor(supplier, input=[1, 2, 3], expected=[10, 20, 30])
+    # one service per instance: one per run, and one per instance a snapshot was restored into
+    assert len(services) > len(report.runs) and all(s.closed for s in services)
 
 
 def test_map_using_service_timestamped_verify():
@@ -151,8 +152,8 @@ def test_async_map_verify_preserves_order():
     items = list(range(60))
     report = verify_processor(map_using_service_async(factory, double, max_concurrent=5), input=items,
                               expected=[2 * x for x in items], progress_assertion=False)
-    assert len(report.runs) == 2
-    assert all(s.closed and 1 < s.peak <= 5 for s in services)
+    assert len(report.runs) == 5
+    assert all(s.closed and s.peak <= 5 for s in services) and max(s.peak for s in services) > 1
     assert not async_threads()
 
 
@@ -185,9 +186,9 @@ def test_async_service_factory_may_be_a_coroutine():
         loops.append(asyncio.get_running_loop())
         return AsyncService()
 
-    verify_processor(map_using_service_async(make, double), input=[1, 2], expected=[2, 4],
-                     progress_assertion=False)
-    assert len(loops) == 2 and all(loop.is_closed() for loop in loops)
+    report = verify_processor(map_using_service_async(make, double), input=[1, 2], expected=[2, 4],
+                              progress_assertion=False)
+    assert len(loops) > len(report.runs) and all(loop.is_closed() for loop in loops)
 
 
 def test_async_loop_thread_is_named_and_stopped():

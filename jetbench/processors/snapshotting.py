@@ -1,0 +1,75 @@
+"""What the built-in processors share to save and restore their snapshot state.
+
+`EntrySaver` offers a stream of ``(key, value)`` entries to the snapshot bucket across as many
+``save_to_snapshot()`` calls as a refusing bucket needs. `instance_key` and `own_values` are the
+per-instance state of a processor that is not partitioned by key (a source's offset, a sink's
+file, a watermark's progress): it is saved under a `BroadcastKey` naming the instance, every
+restored instance gets every such entry and keeps its own (or, restored at another parallelism,
+those of the old instances ``k, k + n, ...`` with n the new parallelism).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..core.inbox import Inbox
+from ..core.items import BroadcastKey
+from ..core.outbox import Outbox
+from ..core.processor import ProcessorContext
+
+
+class EntrySaver:
+    """Offers entries to ``outbox``'s snapshot bucket until all went in.
+
+    ``save(make)`` starts a new pass with ``make()`` if none is under way, then offers; True
+    once the pass is complete (the next ``save`` starts a new one)."""
+
+    __slots__ = ("_entries", "_refused")
+
+    def __init__(self) -> None:
+        self._entries: Iterator[tuple[Any, Any]] | None = None
+        self._refused: tuple[Any, Any] | None = None
+
+    def save(self, outbox: Outbox, make: Callable[[], Iterable[tuple[Any, Any]]]) -> bool:
+        offer = outbox.offer_to_snapshot
+        if self._entries is None:
+            self._entries = iter(make())
+        refused = self._refused
+        if refused is not None:
+            if not offer(refused[0], refused[1]):
+                return False
+            self._refused = None
+        for entry in self._entries:
+            if not offer(entry[0], entry[1]):
+                self._refused = entry
+                return False
+        self._entries = None
+        return True
+
+
+def instance_key(kind: str, context: ProcessorContext) -> BroadcastKey:
+    """The broadcast key of this instance's own state: ``(kind, global index, parallelism)``."""
+    return BroadcastKey((kind, context.global_index, context.total_parallelism))
+
+
+def own_values(inbox: Inbox, kind: str, context: ProcessorContext
+               ) -> tuple[list[Any], list[Any], list[tuple[Any, Any]]]:
+    """Take every entry from ``inbox``: the values saved under `instance_key` by the instances
+    this one stands for (itself at the same parallelism), the values every instance saved under
+    it, and the other entries (keyed state)."""
+    mine: list[Any] = []
+    every: list[Any] = []
+    rest: list[tuple[Any, Any]] = []
+    k, n = context.global_index, context.total_parallelism
+    for key, value in inbox.take():
+        if isinstance(key, BroadcastKey):
+            tag = key.key
+            if type(tag) is tuple and len(tag) == 3 and tag[0] == kind:
+                old_k, old_n = tag[1], tag[2]
+                if (old_k == k) if old_n == n else (old_k % n == k):
+                    mine.append(value)
+                every.append(value)
+                continue
+        rest.append((key, value))
+    return mine, every, rest
