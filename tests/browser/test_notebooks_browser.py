@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
 import pytest
 
 from .jlab import KERNEL_IDLE, run_all, screenshot, start_lab
@@ -29,7 +30,6 @@ def test_jetbench_lab_listens_on_loopback_only_and_opens_01(lab):
     import urllib.error
     import urllib.request
 
-    import psutil
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
@@ -41,8 +41,17 @@ def test_jetbench_lab_listens_on_loopback_only_and_opens_01(lab):
     assert redirect.value.headers["Location"].split("?")[0].endswith("/lab/tree/01-getting-started.ipynb")
     server = psutil.Process(lab.process.pid)
     listening = [c.laddr for p in (server, *server.children(recursive=True))
-                 for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+                 for c in _connections(p) if c.status == psutil.CONN_LISTEN]
     assert listening and all(addr.ip == "127.0.0.1" for addr in listening), listening
+
+
+def _connections(process: psutil.Process) -> list:
+    """A process's inet connections; none for a child that ended while we looked (a short-lived
+    helper of the server), which psutil reports as NoSuchProcess or a vanished /proc entry."""
+    try:
+        return process.net_connections(kind="inet")
+    except (psutil.NoSuchProcess, FileNotFoundError):
+        return []
 
 
 def code_cells(name: str) -> int:
