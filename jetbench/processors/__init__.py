@@ -12,7 +12,7 @@ stateless                  `transform` (map, filter, flat_map, fused chains: `tr
 with a service             `map_using_service`, `map_using_service_async`
 aggregation                `aggregation` (keyed or global, one or two stages)
 joins                      `hash_join`, `co_group`
-event time                 `insert_watermarks`, `window_aggregate`
+event time                 `insert_watermarks`, `window_aggregate`, `flat_map_stateful` (keyed state, timers)
 sinks                      `collect_sink`, `noop_sink`, `to_dict_sink`, `callback_sink`,
                            `pandas_sink`, `files_sink`, `latency_sink`
 =========================  ===========================================================

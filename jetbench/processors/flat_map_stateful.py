@@ -1,0 +1,423 @@
+"""Keyed state with event-time timers: `FlatMapStatefulP`, Jet's ``flatMapStateful`` (per key a
+state object and a function called per item) with a Beam/Flink-style event-time timer per key.
+
+Input items are ``(ts, item)`` pairs, partitioned by ``key_fn(item)``. For each key the processor
+keeps a state, made by ``create_fn()`` when the key is first seen, and at most one timer (an
+event time). The user's functions get a `Keyed` cell for the key: ``k.key``, ``k.state`` (read
+it, change it, or replace it), ``k.timer`` (set it to an event time, or None to cancel) and
+``k.time`` (the item's timestamp, or the timer's time):
+
+* ``fn(k, item)`` for every item; returns an iterable of results (or None): each goes out as
+  ``(ts, result)`` with the item's timestamp;
+* ``on_timer(k)`` when the key's timer fires; returns an iterable of results (or None), each
+  stamped with the timer's time (never below the watermark already forwarded, so never late).
+  Before the call the timer is cleared (set it again to re-arm). Without ``on_timer`` a firing
+  timer drops the key's state: an expiry, as Jet's ``mapStateful`` TTL.
+
+A key whose state is None and whose timer is None after a call is forgotten (the next item of the
+key starts from ``create_fn()`` again).
+
+Timers. A timer at ``t`` fires once a watermark above ``t`` arrives, that is once no item with a
+timestamp at or before ``t`` can come any more (Beam's "the watermark passed t"); timers fire in
+order of time, then the watermark is forwarded. At the end of the input every timer still set
+fires once, in order of time, as if the watermark had reached +infinity (a timer at
+``math.inf`` fires only then: Beam's end of the global window); a timer set by ``on_timer`` at
+that point does not fire again.
+
+Items are handed to ``fn`` as they arrive. With ``sorted_input=True`` (Beam's
+``@RequiresTimeSortedInput``) they are held back until the watermark passes them and handed over
+in timestamp order (ties in arrival order), items and timers interleaved by time (an item at
+``t`` before a timer at ``t``): then results do not depend on how the inputs interleave.
+
+Snapshots: each key's state and timer, and in sorted mode each held-back item, under the key
+itself (so, restored, each goes to the instance that owns the key, as the partitioned edge
+routes it); the instance's last forwarded watermark under a broadcast key.
+
+>>> from jetbench.core.inbox import Inbox
+>>> from jetbench.core.items import Watermark
+>>> from jetbench.core.outbox import Outbox
+>>> from jetbench.core.processor import ProcessorContext
+>>> def running_total(k, x):
+...     k.state += x
+...     k.timer = k.time + 10          # forget the key 10 ms after its last item
+...     return [(k.key, k.state)]
+>>> p = FlatMapStatefulP(lambda x: x % 2, int, running_total)
+>>> box = Outbox(ordinal_count=1, capacity=100)
+>>> p.init(box, ProcessorContext("totals", 0, 0, 1, 1))
+>>> p.process(0, Inbox([(1, 3), (2, 4), (5, 5)]))
+>>> box.take_bucket(0)
+[(1, (1, 3)), (2, (0, 4)), (5, (1, 8))]
+>>> p.try_process_watermark(Watermark(13)), sorted(p.keys)   # key 0's timer (12) fired
+(True, [1])
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..core.dag import Routing
+from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
+from ..core.items import BroadcastKey, Watermark
+from ..core.outbox import Outbox
+from ..core.processor import Processor, ProcessorContext
+from .builder_kind import Kind, Param, Reader
+from .emitter import Emitter
+from .planning import EventKey, Output, Planner, PlanNode, StageSpec
+from .supplier import ProcessorSupplier, made_by
+
+_INF = math.inf
+_NOTHING = object()  # "no watermark being handled"
+_STATE = "state"
+_ITEM = "item"
+_PROGRESS = "FlatMapStatefulP"
+
+
+class Keyed:
+    """One key as ``fn`` and ``on_timer`` see it: ``key``, ``state`` (replace it freely; None
+    with no timer forgets the key), ``timer`` (an event time in ms, or None) and ``time`` (the
+    item's timestamp, or the firing timer's time)."""
+
+    __slots__ = ("key", "state", "time", "timer")
+
+    def __init__(self) -> None:
+        self.key: Any = None
+        self.state: Any = None
+        self.timer: Any = None
+        self.time: Any = None
+
+    def __repr__(self) -> str:
+        return f"Keyed(key={self.key!r}, state={self.state!r}, timer={self.timer!r}, time={self.time!r})"
+
+
+class FlatMapStatefulP(Processor):
+    """Per key a state and an event-time timer; see the module's documentation."""
+
+    snapshot_support: ClassVar[str] = "supported"
+
+    def __init__(self, key_fn: Callable[[Any], Hashable], create_fn: Callable[[], Any],
+                 fn: Callable[[Keyed, Any], Iterable[Any] | None],
+                 on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None, sorted_input: bool = False):
+        _check(key_fn, create_fn, fn, on_timer)
+        self.key_fn = key_fn
+        self.create_fn = create_fn
+        self.fn = fn
+        self.on_timer = on_timer
+        self.sorted_input = sorted_input
+        #: key -> [state, timer or None, sequence number of the timer's heap entry]
+        self.keys: dict[Hashable, list[Any]] = {}
+        self._timers: list[tuple[Any, int, Hashable]] = []  # (time, seq, key); stale when seq differs
+        self._held: list[tuple[Any, int, Any]] = []  # sorted mode: (ts, seq, item) not yet handed over
+        self._seq = 0
+        self._cell = Keyed()
+        self._wm_out: float = -_INF  # the last watermark forwarded
+        self._handling: Any = _NOTHING  # the watermark whose timers fired but which is not yet forwarded
+        self._completing = False
+        self._saving: Iterator[tuple[Any, Any]] | None = None
+        self._refused: tuple[Any, Any] | None = None
+        self._restored: list[tuple[int, int, float]] = []
+
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
+        super().init(outbox, context)
+        self._emitter = Emitter(outbox)
+
+    # -- one key --------------------------------------------------------------------------------
+
+    def _load(self, key: Hashable, entry: list[Any] | None, time: Any) -> Keyed:
+        cell = self._cell
+        cell.key = key
+        cell.time = time
+        if entry is None:
+            cell.state, cell.timer = self.create_fn(), None
+        else:
+            cell.state, cell.timer = entry[0], entry[1]
+        return cell
+
+    def _store(self, key: Hashable, entry: list[Any] | None, cell: Keyed, arm: bool = True) -> None:
+        """Keep what a call left in ``cell``; a new or changed timer gets a heap entry (none
+        when ``arm`` is False: the timer is dropped)."""
+        state, timer = cell.state, cell.timer if arm else None
+        if state is None and timer is None:
+            if entry is not None:
+                del self.keys[key]
+            return
+        if entry is None:
+            entry = self.keys[key] = [state, None, 0]
+        else:
+            entry[0] = state
+        if timer != entry[1] or (timer is not None and entry[2] == 0):
+            entry[1] = timer
+            if timer is None:
+                entry[2] = 0
+            else:
+                self._seq += 1
+                entry[2] = self._seq
+                heapq.heappush(self._timers, (timer, self._seq, key))
+
+    def _item(self, ts: Any, item: Any, out: list[Any]) -> None:
+        key = self.key_fn(item)
+        entry = self.keys.get(key)
+        cell = self._load(key, entry, ts)
+        results = self.fn(cell, item)
+        self._store(key, entry, cell)
+        if results is not None:
+            out += [(ts, r) for r in results]
+
+    def _fire(self, t: Any, key: Hashable, out: list[Any]) -> None:
+        entry = self.keys[key]
+        cell = self._load(key, entry, t)
+        cell.timer = None
+        entry[1], entry[2] = None, 0
+        if self.on_timer is None:
+            cell.state = None
+            results = None
+        else:
+            results = self.on_timer(cell)
+        self._store(key, entry, cell, arm=not self._completing)
+        if results is not None:
+            stamp = t if t >= self._wm_out else self._wm_out
+            out += [(stamp, r) for r in results]
+
+    def _next_timer(self) -> tuple[Any, int, Hashable] | None:
+        """The earliest live timer (stale heap entries are dropped)."""
+        timers, keys = self._timers, self.keys
+        while timers:
+            t, seq, key = timers[0]
+            entry = keys.get(key)
+            if entry is not None and entry[2] == seq:
+                return timers[0]
+            heapq.heappop(timers)
+        return None
+
+    def _advance(self, limit: float, out: list[Any]) -> None:
+        """Hand over the held items before ``limit`` and fire the timers before it, by time."""
+        held, timers = self._held, self._timers
+        while True:
+            timer = self._next_timer()
+            t = timer[0] if timer is not None and timer[0] < limit else None
+            if held and held[0][0] < limit and (t is None or held[0][0] <= t):
+                ts, _, item = heapq.heappop(held)
+                self._item(ts, item, out)
+            elif t is not None:
+                assert timer is not None
+                heapq.heappop(timers)
+                self._fire(t, timer[2], out)
+            else:
+                return
+
+    # -- input and output -----------------------------------------------------------------------
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        if self.sorted_input:
+            held = self._held
+            for ts, item in inbox.take():
+                self._seq += 1
+                heapq.heappush(held, (ts, self._seq, item))
+            return
+        emitter = self._emitter
+        room = emitter.free_room()
+        if room <= 0:
+            return
+        out: list[Any] = []
+        for ts, item in inbox.take(room):
+            self._item(ts, item, out)
+        if out:
+            emitter.emit(out)
+
+    def try_process_watermark(self, watermark: Watermark) -> bool:
+        emitter = self._emitter
+        if self._handling != watermark.timestamp:
+            if not emitter.flush():  # results of items before the watermark go first
+                return False
+            out: list[Any] = []
+            self._advance(watermark.timestamp, out)
+            if out:
+                emitter.emit(out)
+            self._handling = watermark.timestamp
+        if not emitter.flush() or not self.outbox.offer(watermark):
+            return False
+        self._handling = _NOTHING
+        if watermark.timestamp > self._wm_out:
+            self._wm_out = watermark.timestamp
+        return True
+
+    def complete(self) -> bool:
+        emitter = self._emitter
+        if not self._completing:
+            if not emitter.flush():
+                return False
+            self._completing = True
+            out: list[Any] = []
+            self._advance(_INF, out)  # held items, and timers before infinity, in order of time
+            inf_timers = []
+            while (timer := self._next_timer()) is not None:  # what is left: timers at infinity
+                heapq.heappop(self._timers)
+                inf_timers.append(timer)
+            for t, _, key in inf_timers:
+                self._fire(t, key, out)
+            if out:
+                emitter.emit(out)
+        return emitter.flush()
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def _state(self) -> Iterator[tuple[Any, Any]]:
+        ctx = self.context
+        yield BroadcastKey((_PROGRESS, ctx.global_index, ctx.total_parallelism)), self._wm_out
+        for key, entry in list(self.keys.items()):
+            yield key, (_STATE, entry[0], entry[1])
+        key_fn = self.key_fn
+        for ts, _, item in sorted(self._held, key=_held_order):
+            yield key_fn(item), (_ITEM, ts, item)
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # results made before the barrier go first
+            return False
+        offer = self.outbox.offer_to_snapshot
+        if self._saving is None:
+            self._saving = self._state()
+        if self._refused is not None:
+            if not offer(*self._refused):
+                return False
+            self._refused = None
+        for entry in self._saving:
+            if not offer(*entry):
+                self._refused = entry
+                return False
+        self._saving = None
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        keys = self.keys
+        for key, value in inbox.take():
+            if isinstance(key, BroadcastKey):
+                tag = key.key
+                if type(tag) is tuple and len(tag) == 3 and tag[0] == _PROGRESS:
+                    self._restored.append((tag[1], tag[2], value))
+                continue
+            if value[0] == _ITEM:
+                self._seq += 1
+                self._held.append((value[1], self._seq, value[2]))
+                continue
+            if key in keys:
+                raise JetbenchError(f"vertex {self.context.vertex_name!r}: the state of key {key!r} was restored "
+                                    "twice (two instances saved it)")
+            keys[key] = [value[1], value[2], 0]
+
+    def finish_snapshot_restore(self) -> bool:
+        ctx = self.context
+        restored, self._restored = self._restored, []
+        own = [wm for k, n, wm in restored if k == ctx.global_index and n == ctx.total_parallelism]
+        if own:
+            self._wm_out = own[0]
+        elif restored:  # another parallelism: the lowest watermark any instance forwarded
+            self._wm_out = min(wm for _, _, wm in restored)
+        heapq.heapify(self._held)
+        timers = []
+        for key, entry in self.keys.items():
+            if entry[1] is not None:
+                self._seq += 1
+                entry[2] = self._seq
+                timers.append((entry[1], self._seq, key))
+        self._timers = sorted(timers, key=_timer_order)
+        return True
+
+
+def _held_order(held: tuple[Any, int, Any]) -> tuple[Any, int]:
+    return held[0], held[1]
+
+
+def _timer_order(timer: tuple[Any, int, Hashable]) -> tuple[Any, int]:
+    return timer[0], timer[1]
+
+
+def _check(key_fn: Any, create_fn: Any, fn: Any, on_timer: Any) -> None:
+    for what, f in (("key_fn", key_fn), ("create_fn", create_fn), ("fn", fn)):
+        if not callable(f):
+            raise JetbenchError(f"flat_map_stateful: {what} must be callable, got {f!r}")
+    if on_timer is not None and not callable(on_timer):
+        raise JetbenchError(f"flat_map_stateful: on_timer must be callable or None, got {on_timer!r}")
+
+
+def flat_map_stateful(key_fn: Callable[[Any], Hashable], create_fn: Callable[[], Any],
+                      fn: Callable[[Keyed, Any], Iterable[Any] | None],
+                      on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None,
+                      sorted_input: bool = False) -> ProcessorSupplier:
+    """A vertex supplier of `FlatMapStatefulP`: ``(ts, item)`` pairs in (partitioned by
+    ``key_fn(item)``), ``(ts, result)`` pairs out."""
+    _check(key_fn, create_fn, fn, on_timer)
+    return ProcessorSupplier(FlatMapStatefulP, key_fn, create_fn, fn, on_timer, bool(sorted_input),
+                             label=f"flat_map_stateful({getattr(fn, '__name__', fn)})")
+
+
+# -- in the Pipeline API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlatMapStatefulSpec(StageSpec):
+    """``stage.apply(FlatMapStatefulSpec(key_fn, create_fn, fn, on_timer, sorted_input))`` on a
+    timestamped stage: the results of ``fn`` and ``on_timer``, timestamped.
+
+    Planning: one vertex behind an edge partitioned by ``key_fn`` of the item, so each key lives
+    in one instance.
+    """
+
+    key_fn: Callable[[Any], Hashable]
+    create_fn: Callable[[], Any]
+    fn: Callable[[Keyed, Any], Iterable[Any] | None]
+    on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None
+    sorted_input: bool = False
+    kind: ClassVar[str] = "flat_map_stateful"
+
+    def __post_init__(self) -> None:
+        _check(self.key_fn, self.create_fn, self.fn, self.on_timer)
+
+    def output_timestamped(self, inputs: bool) -> bool:
+        return True
+
+    def plan(self, planner: Planner, node: PlanNode) -> None:
+        (up,) = node.upstream
+        if not planner.output(up).timestamped:
+            raise JetbenchError(f"stage {node.name!r}: flat_map_stateful needs timestamped items (event time "
+                                "drives its timers): use a timestamped source or add_timestamps() first")
+        supplier = flat_map_stateful(self.key_fn, self.create_fn, self.fn, self.on_timer, self.sorted_input)
+        vertex = planner.vertex(node.name, supplier, node.local_parallelism)
+        planner.connect(up, vertex, routing=Routing.PARTITIONED, key_fn=EventKey(self.key_fn))
+        planner.produce(node, Output(vertex, True))
+
+
+# -- in the DAG builder ---------------------------------------------------------------------------
+
+
+def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
+    if not made_by(supplier, FlatMapStatefulP):
+        return None
+    return {"key": reader.code(supplier.key_fn, "key"),
+            "create": reader.code(supplier.create_fn, "create", ()),
+            "fn": reader.code(supplier.fn, "fn", ("k", "x")),
+            "on_timer": reader.optional(supplier.on_timer, "on_timer", ("k",)),
+            "sorted_input": bool(supplier.sorted_input)}
+
+
+def _code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
+    return (f"flat_map_stateful({f['key']}, {f['create']}, {f['fn']}, {f.get('on_timer')}, {p['sorted_input']!r})",
+            {"from jetbench.processors.flat_map_stateful import flat_map_stateful"})
+
+
+BUILDER_KINDS = (
+    Kind("flat_map_stateful", "flat map stateful", "window", True, True,
+         (Param("key", "code", "x", help="the key of an item (the x of a (ts, x) pair)"),
+          Param("create", "code", "None", args=(), help="a key's new state: an expression, or a function body"),
+          Param("fn", "code", "[x]", args=("k", "x"),
+                help="per item: the results (an iterable); k.key, k.state, k.timer (event time), k.time"),
+          Param("on_timer", "code", "", args=("k",), optional=True,
+                help="when k.timer passes: the results (empty: the timer drops the key's state)"),
+          Param("sorted_input", "bool", False, help="hand items over in timestamp order, as the watermark passes")),
+         lambda p, f, ns: flat_map_stateful(f["key"], f["create"], f["fn"], f.get("on_timer"), p["sorted_input"]),
+         _code,
+         "per-key state and an event-time timer over (ts, item) pairs", read=_read),
+)

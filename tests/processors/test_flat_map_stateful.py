@@ -1,0 +1,211 @@
+"""`FlatMapStatefulP`: per-key state, an event-time timer per key, items as they come or in
+timestamp order; through every mode of `verify_processor` (inbox limits, and snapshots restored
+into a new instance at every step), in a pipeline on 1 and 2 instances, and its errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from jetbench import Pipeline, run, sinks, sources
+from jetbench.core.errors import JetbenchError
+from jetbench.core.items import Watermark
+from jetbench.processors.flat_map_stateful import (
+    FlatMapStatefulP,
+    FlatMapStatefulSpec,
+    flat_map_stateful,
+)
+from jetbench.testing import verify_processor
+
+
+def key_of(x):
+    return x[0]
+
+
+def total_with_expiry(k, x):
+    """Running total per key; the key is forgotten 10 ms after its last item."""
+    k.state += x[1]
+    k.timer = k.time + 10
+    return [(k.key, k.state)]
+
+
+def test_state_per_key_and_a_timer_that_expires_it():
+    # key a: 1 at 0, 2 at 5 (timer 15); key b: 4 at 3 (timer 13). Watermark 14 passes 13: b is
+    # forgotten, so b's next item starts again from 0; a's timer (15) has not passed yet.
+    verify_processor(
+        flat_map_stateful(key_of, int, total_with_expiry),
+        input=[(0, ("a", 1)), (3, ("b", 4)), (5, ("a", 2)), Watermark(14), (14, ("b", 1)), (15, ("a", 1)),
+               Watermark(100)],
+        expected=[(0, ("a", 1)), (3, ("b", 4)), (5, ("a", 3)), Watermark(14), (14, ("b", 1)), (15, ("a", 4)),
+                  Watermark(100)],
+        snapshots=True,
+    )
+
+
+def test_a_timer_fires_only_once_the_watermark_is_past_it():
+    # a timer at 10 fires at watermark 11, not 10: an item at 10 may still come after watermark 10
+    def fn(k, x):
+        k.state.append(x[1])
+        k.timer = 10
+        return None
+
+    def on_timer(k):
+        return [(k.key, sorted(k.state), k.time)]
+
+    verify_processor(
+        flat_map_stateful(key_of, list, fn, on_timer),
+        input=[(2, ("a", 1)), Watermark(10), (10, ("a", 2)), Watermark(11), Watermark(20)],
+        expected=[Watermark(10), (10, ("a", [1, 2], 10)), Watermark(11), Watermark(20)],
+        snapshots=True,
+    )
+
+
+def test_on_timer_may_emit_re_arm_and_keep_state():
+    # every 10 ms a key reports its count and re-arms; at the end of the input the pending
+    # timers fire once more in order of time (a at 25, b at 30), and do not re-arm then
+    def fn(k, x):
+        k.state += 1
+        if k.timer is None:
+            k.timer = k.time + 10
+        return None
+
+    def on_timer(k):
+        k.timer = k.time + 10
+        return [(k.key, k.state)]
+
+    verify_processor(
+        flat_map_stateful(key_of, int, fn, on_timer),
+        input=[(5, ("a", 0)), (6, ("a", 0)), (20, ("b", 0)), Watermark(21), (22, ("a", 0))],
+        expected=[(15, ("a", 2)), Watermark(21), (25, ("a", 3)), (30, ("b", 1))],
+        snapshots=True,
+    )
+
+
+def test_a_timer_at_infinity_fires_at_the_end_of_input_only():
+    def fn(k, x):
+        k.state = x[1]
+        k.timer = math.inf
+        return [("now", k.key, x[1])]
+
+    def on_timer(k):
+        k.state = None
+        return [("final", k.key, k.state)]
+
+    verify_processor(
+        flat_map_stateful(key_of, int, fn, on_timer),
+        input=[(1, ("a", 7)), (2, ("b", 8)), Watermark(10**12), (10**12, ("a", 9))],
+        expected=[(1, ("now", "a", 7)), (2, ("now", "b", 8)), Watermark(10**12), (10**12, ("now", "a", 9)),
+                  (math.inf, ("final", "a", None)), (math.inf, ("final", "b", None))],
+        snapshots=True,
+    )
+
+
+def test_without_on_timer_a_timer_drops_the_state_and_no_timer_is_state_forever():
+    seen = []
+
+    def fn(k, x):
+        seen.append((k.key, k.state))
+        k.state = x[1]
+        if x[1] == "expire":
+            k.timer = k.time
+        return None
+
+    p = FlatMapStatefulP(key_of, lambda: "new", fn)
+    verify_processor(lambda: FlatMapStatefulP(key_of, lambda: "new", fn),
+                     input=[(1, ("a", "x")), (1, ("b", "expire")), Watermark(5), (6, ("a", "y")), (6, ("b", "z"))],
+                     expected=[Watermark(5)], snapshots=False)
+    assert seen[:4] == [("a", "new"), ("b", "new"), ("a", "x"), ("b", "new")]
+    assert p.snapshot_support == "supported"
+
+
+def test_a_key_whose_state_is_none_and_has_no_timer_is_forgotten():
+    def fn(k, x):
+        k.state = None if x[1] == "forget" else (k.state or 0) + 1
+        return [k.state]
+
+    verify_processor(flat_map_stateful(key_of, lambda: None, fn),
+                     input=[(1, ("a", 1)), (2, ("a", 1)), (3, ("a", "forget")), (4, ("a", 1))],
+                     expected=[(1, 1), (2, 2), (3, None), (4, 1)], snapshots=True)
+
+
+def test_sorted_input_hands_items_over_in_timestamp_order_with_timers_between():
+    # items arrive out of order; each watermark hands over those before it, by timestamp, and
+    # the timer at 6 (set by the item at 1) fires after the item at 6 and before the one at 7
+    def fn(k, x):
+        k.state.append(x[1])
+        if k.timer is None:
+            k.timer = k.time + 5
+        return [tuple(k.state)]
+
+    def on_timer(k):
+        return [("timer", tuple(k.state))]
+
+    verify_processor(
+        flat_map_stateful(key_of, list, fn, on_timer, sorted_input=True),
+        input=[(7, ("a", "d")), (1, ("a", "a")), (6, ("a", "c")), (3, ("a", "b")), Watermark(5), (9, ("a", "e")),
+               Watermark(8)],
+        expected=[(1, ("a",)), (3, ("a", "b")), Watermark(5), (6, ("a", "b", "c")),
+                  (6, ("timer", ("a", "b", "c"))), (7, ("a", "b", "c", "d")), Watermark(8),
+                  (9, ("a", "b", "c", "d", "e")), (12, ("timer", ("a", "b", "c", "d", "e")))],
+        snapshots=True,
+    )
+
+
+def test_a_timer_behind_the_watermark_fires_at_the_next_one_stamped_with_the_last_forwarded():
+    def fn(k, x):
+        k.timer = 0  # long past
+        return None
+
+    def on_timer(k):
+        return ["late timer"]
+
+    verify_processor(flat_map_stateful(key_of, int, fn, on_timer),
+                     input=[Watermark(50), (60, ("a", 1)), Watermark(70)],
+                     expected=[Watermark(50), (50, "late timer"), Watermark(70)], snapshots=True)
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(JetbenchError, match="fn must be callable"):
+        flat_map_stateful(key_of, int, 3)
+    with pytest.raises(JetbenchError, match="on_timer must be callable"):
+        flat_map_stateful(key_of, int, total_with_expiry, on_timer="x")
+    with pytest.raises(JetbenchError, match="create_fn"):
+        FlatMapStatefulSpec(key_of, None, total_with_expiry)
+
+
+def total_then_final(k, x):
+    k.state += x[1]
+    k.timer = math.inf
+    return [(k.key, k.state)]
+
+
+def final_total(k):
+    return [(k.key, "final", k.state)]
+
+
+def running_totals(instances):
+    items = [(t, (f"k{t % 7}", t)) for t in range(0, 3000, 3)]
+    p = Pipeline()
+    (p.read_from(sources.test_stream(items)).apply(FlatMapStatefulSpec(key_of, int, total_then_final, final_total))
+     .set_local_parallelism(instances).write_to(sinks.collect()))
+    return run(p, progress=False, cooperative_threads=2)
+
+
+@pytest.mark.parametrize("instances", [1, 2])
+def test_in_a_pipeline_each_key_lives_in_one_instance(instances):
+    expected, totals = [], {}
+    for t in range(0, 3000, 3):
+        k = f"k{t % 7}"
+        totals[k] = totals.get(k, 0) + t
+        expected.append((k, totals[k]))
+    expected += [(k, "final", v) for k, v in totals.items()]
+    assert sorted(running_totals(instances), key=repr) == sorted(expected, key=repr)
+
+
+def test_in_a_pipeline_without_timestamps_is_an_error():
+    p = Pipeline()
+    p.read_from(sources.items([("a", 1)])).apply(FlatMapStatefulSpec(key_of, int, total_with_expiry)) \
+        .write_to(sinks.collect())
+    with pytest.raises(JetbenchError, match="timestamped"):
+        run(p, progress=False)
