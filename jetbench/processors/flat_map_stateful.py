@@ -26,8 +26,9 @@ that point does not fire again.
 
 Items are handed to ``fn`` as they arrive. With ``sorted_input=True`` (Beam's
 ``@RequiresTimeSortedInput``) they are held back until the watermark passes them and handed over
-in timestamp order (ties in arrival order), items and timers interleaved by time (an item at
-``t`` before a timer at ``t``): then results do not depend on how the inputs interleave.
+in timestamp order (equal timestamps by ``order_key(item)`` when given, else in arrival order),
+items and timers interleaved by time (an item at ``t`` before a timer at ``t``): then results do
+not depend on how the inputs interleave.
 
 Snapshots: each key's state and timer, and in sorted mode each held-back item, under the key
 itself (so, restored, each goes to the instance that owns the key, as the partitioned edge
@@ -101,17 +102,19 @@ class FlatMapStatefulP(Processor):
 
     def __init__(self, key_fn: Callable[[Any], Hashable], create_fn: Callable[[], Any],
                  fn: Callable[[Keyed, Any], Iterable[Any] | None],
-                 on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None, sorted_input: bool = False):
-        _check(key_fn, create_fn, fn, on_timer)
+                 on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None, sorted_input: bool = False,
+                 order_key: Callable[[Any], Any] | None = None):
+        _check(key_fn, create_fn, fn, on_timer, order_key)
         self.key_fn = key_fn
         self.create_fn = create_fn
         self.fn = fn
         self.on_timer = on_timer
         self.sorted_input = sorted_input
+        self.order_key = order_key
         #: key -> [state, timer or None, sequence number of the timer's heap entry]
         self.keys: dict[Hashable, list[Any]] = {}
         self._timers: list[tuple[Any, int, Hashable]] = []  # (time, seq, key); stale when seq differs
-        self._held: list[tuple[Any, int, Any]] = []  # sorted mode: (ts, seq, item) not yet handed over
+        self._held: list[tuple[Any, Any, int, Any]] = []  # sorted mode: (ts, order, seq, item) not yet handed over
         self._seq = 0
         self._cell = Keyed()
         self._wm_out: float = -_INF  # the last watermark forwarded
@@ -200,7 +203,7 @@ class FlatMapStatefulP(Processor):
             timer = self._next_timer()
             t = timer[0] if timer is not None and timer[0] < limit else None
             if held and held[0][0] < limit and (t is None or held[0][0] <= t):
-                ts, _, item = heapq.heappop(held)
+                ts, _, _, item = heapq.heappop(held)
                 self._item(ts, item, out)
             elif t is not None:
                 assert timer is not None
@@ -213,10 +216,10 @@ class FlatMapStatefulP(Processor):
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         if self.sorted_input:
-            held = self._held
+            held, order_key = self._held, self.order_key
             for ts, item in inbox.take():
                 self._seq += 1
-                heapq.heappush(held, (ts, self._seq, item))
+                heapq.heappush(held, (ts, 0 if order_key is None else order_key(item), self._seq, item))
             return
         emitter = self._emitter
         room = emitter.free_room()
@@ -271,7 +274,7 @@ class FlatMapStatefulP(Processor):
         for key, entry in list(self.keys.items()):
             yield key, (_STATE, entry[0], entry[1])
         key_fn = self.key_fn
-        for ts, _, item in sorted(self._held, key=_held_order):
+        for ts, _, _, item in sorted(self._held, key=_held_order):
             yield key_fn(item), (_ITEM, ts, item)
 
     def save_to_snapshot(self) -> bool:
@@ -301,7 +304,8 @@ class FlatMapStatefulP(Processor):
                 continue
             if value[0] == _ITEM:
                 self._seq += 1
-                self._held.append((value[1], self._seq, value[2]))
+                order = 0 if self.order_key is None else self.order_key(value[2])
+                self._held.append((value[1], order, self._seq, value[2]))
                 continue
             if key in keys:
                 raise JetbenchError(f"vertex {self.context.vertex_name!r}: the state of key {key!r} was restored "
@@ -327,30 +331,32 @@ class FlatMapStatefulP(Processor):
         return True
 
 
-def _held_order(held: tuple[Any, int, Any]) -> tuple[Any, int]:
-    return held[0], held[1]
+def _held_order(held: tuple[Any, Any, int, Any]) -> tuple[Any, Any, int]:
+    return held[0], held[1], held[2]
 
 
 def _timer_order(timer: tuple[Any, int, Hashable]) -> tuple[Any, int]:
     return timer[0], timer[1]
 
 
-def _check(key_fn: Any, create_fn: Any, fn: Any, on_timer: Any) -> None:
+def _check(key_fn: Any, create_fn: Any, fn: Any, on_timer: Any, order_key: Any = None) -> None:
     for what, f in (("key_fn", key_fn), ("create_fn", create_fn), ("fn", fn)):
         if not callable(f):
             raise JetbenchError(f"flat_map_stateful: {what} must be callable, got {f!r}")
     if on_timer is not None and not callable(on_timer):
         raise JetbenchError(f"flat_map_stateful: on_timer must be callable or None, got {on_timer!r}")
+    if order_key is not None and not callable(order_key):
+        raise JetbenchError(f"flat_map_stateful: order_key must be callable or None, got {order_key!r}")
 
 
 def flat_map_stateful(key_fn: Callable[[Any], Hashable], create_fn: Callable[[], Any],
                       fn: Callable[[Keyed, Any], Iterable[Any] | None],
                       on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None,
-                      sorted_input: bool = False) -> ProcessorSupplier:
+                      sorted_input: bool = False, order_key: Callable[[Any], Any] | None = None) -> ProcessorSupplier:
     """A vertex supplier of `FlatMapStatefulP`: ``(ts, item)`` pairs in (partitioned by
     ``key_fn(item)``), ``(ts, result)`` pairs out."""
-    _check(key_fn, create_fn, fn, on_timer)
-    return ProcessorSupplier(FlatMapStatefulP, key_fn, create_fn, fn, on_timer, bool(sorted_input),
+    _check(key_fn, create_fn, fn, on_timer, order_key)
+    return ProcessorSupplier(FlatMapStatefulP, key_fn, create_fn, fn, on_timer, bool(sorted_input), order_key,
                              label=f"flat_map_stateful({getattr(fn, '__name__', fn)})")
 
 
@@ -359,7 +365,7 @@ def flat_map_stateful(key_fn: Callable[[Any], Hashable], create_fn: Callable[[],
 
 @dataclass(frozen=True)
 class FlatMapStatefulSpec(StageSpec):
-    """``stage.apply(FlatMapStatefulSpec(key_fn, create_fn, fn, on_timer, sorted_input))`` on a
+    """``stage.apply(FlatMapStatefulSpec(key_fn, create_fn, fn, on_timer, sorted_input, order_key))`` on a
     timestamped stage: the results of ``fn`` and ``on_timer``, timestamped.
 
     Planning: one vertex behind an edge partitioned by ``key_fn`` of the item, so each key lives
@@ -371,10 +377,11 @@ class FlatMapStatefulSpec(StageSpec):
     fn: Callable[[Keyed, Any], Iterable[Any] | None]
     on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None
     sorted_input: bool = False
+    order_key: Callable[[Any], Any] | None = None
     kind: ClassVar[str] = "flat_map_stateful"
 
     def __post_init__(self) -> None:
-        _check(self.key_fn, self.create_fn, self.fn, self.on_timer)
+        _check(self.key_fn, self.create_fn, self.fn, self.on_timer, self.order_key)
 
     def output_timestamped(self, inputs: bool) -> bool:
         return True
@@ -384,7 +391,8 @@ class FlatMapStatefulSpec(StageSpec):
         if not planner.output(up).timestamped:
             raise JetbenchError(f"stage {node.name!r}: flat_map_stateful needs timestamped items (event time "
                                 "drives its timers): use a timestamped source or add_timestamps() first")
-        supplier = flat_map_stateful(self.key_fn, self.create_fn, self.fn, self.on_timer, self.sorted_input)
+        supplier = flat_map_stateful(self.key_fn, self.create_fn, self.fn, self.on_timer, self.sorted_input,
+                                     self.order_key)
         vertex = planner.vertex(node.name, supplier, node.local_parallelism)
         planner.connect(up, vertex, routing=Routing.PARTITIONED, key_fn=EventKey(self.key_fn))
         planner.produce(node, Output(vertex, True))
@@ -400,11 +408,13 @@ def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
             "create": reader.code(supplier.create_fn, "create", ()),
             "fn": reader.code(supplier.fn, "fn", ("k", "x")),
             "on_timer": reader.optional(supplier.on_timer, "on_timer", ("k",)),
-            "sorted_input": bool(supplier.sorted_input)}
+            "sorted_input": bool(supplier.sorted_input),
+            "order_key": reader.optional(supplier.order_key, "order_key")}
 
 
 def _code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
-    return (f"flat_map_stateful({f['key']}, {f['create']}, {f['fn']}, {f.get('on_timer')}, {p['sorted_input']!r})",
+    return (f"flat_map_stateful({f['key']}, {f['create']}, {f['fn']}, {f.get('on_timer')}, {p['sorted_input']!r}, "
+            f"{f.get('order_key')})",
             {"from jetbench.processors.flat_map_stateful import flat_map_stateful"})
 
 
@@ -416,8 +426,11 @@ BUILDER_KINDS = (
                 help="per item: the results (an iterable); k.key, k.state, k.timer (event time), k.time"),
           Param("on_timer", "code", "", args=("k",), optional=True,
                 help="when k.timer passes: the results (empty: the timer drops the key's state)"),
-          Param("sorted_input", "bool", False, help="hand items over in timestamp order, as the watermark passes")),
-         lambda p, f, ns: flat_map_stateful(f["key"], f["create"], f["fn"], f.get("on_timer"), p["sorted_input"]),
+          Param("sorted_input", "bool", False, help="hand items over in timestamp order, as the watermark passes"),
+          Param("order_key", "code", "", optional=True, when=("sorted_input", (True,)),
+                help="sorted input: the order of items with equal timestamps (empty: arrival)")),
+         lambda p, f, ns: flat_map_stateful(f["key"], f["create"], f["fn"], f.get("on_timer"), p["sorted_input"],
+                                            f.get("order_key") if p["sorted_input"] else None),
          _code,
          "per-key state and an event-time timer over (ts, item) pairs", read=_read),
 )

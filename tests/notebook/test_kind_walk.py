@@ -50,7 +50,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "co_group": {"left_key": "x[0]", "right_key": "x[1]"},
     "insert_watermarks": {"ts": "x * 100", "allowed_lag": 50.0, "throttle_frame": 200, "idle_timeout_ms": ""},
     "flat_map_stateful": {"key": "x[0]", "create": "[]", "fn": "k.state.append(x)\nk.timer = k.time + 100\nreturn [len(k.state)]",
-                          "on_timer": "[k.key, len(k.state)]", "sorted_input": True},
+                          "on_timer": "[k.key, len(k.state)]", "sorted_input": True, "order_key": "-x[1]"},
     "window": {"window": "session", "gap": 300, "key": "x % 2", "op": "summing", "value": "x"},
     "collect": {},
     "to_dict": {},

@@ -209,3 +209,14 @@ def test_in_a_pipeline_without_timestamps_is_an_error():
         .write_to(sinks.collect())
     with pytest.raises(JetbenchError, match="timestamped"):
         run(p, progress=False)
+
+
+def test_sorted_input_orders_equal_timestamps_by_order_key():
+    def fn(k, x):
+        return [x[1]]
+
+    verify_processor(flat_map_stateful(key_of, int, fn, sorted_input=True, order_key=lambda x: -x[1]),
+                     input=[(5, ("a", 1)), (5, ("a", 3)), (4, ("a", 0)), (5, ("a", 2)), Watermark(6)],
+                     expected=[(4, 0), (5, 3), (5, 2), (5, 1), Watermark(6)], snapshots=True)
+    with pytest.raises(JetbenchError, match="order_key"):
+        flat_map_stateful(key_of, int, fn, sorted_input=True, order_key=5)
