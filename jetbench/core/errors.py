@@ -19,6 +19,9 @@ from types import TracebackType
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ENGINE_PATHS = tuple(os.path.join(_PACKAGE_DIR, d) + os.sep for d in ("core", "processors", "pipeline")) + (
     os.path.join(_PACKAGE_DIR, "runners.py"),
+    # the compiled engine's frames: mypyc names them by the path it compiled, relative to the
+    # checkout (setup.py), whatever directory the build is installed in
+    "jetbench/core/",
 )
 #: the pseudo-filenames of code jetbench generates (fused transforms), registered in linecache
 GENERATED_FILE_PREFIX = "<jetbench "

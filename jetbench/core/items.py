@@ -7,6 +7,7 @@ between chunks, so one ``type(entry) is list`` check covers a whole chunk.
 from __future__ import annotations
 
 import sys
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 #: Timestamp of the idle marker: a watermark this large means "this input is idle".
@@ -25,6 +26,10 @@ class Watermark:
 
     def __repr__(self) -> str:
         return "Watermark(IDLE)" if self.is_idle_marker else f"Watermark({self.timestamp})"
+
+    def __reduce__(self) -> tuple[type[Watermark], tuple[int]]:
+        # pickled as a constructor call: compiled with mypyc, the default would set the frozen field
+        return Watermark, (self.timestamp,)
 
 
 #: Sent by a producer into a queue when it will offer nothing more.
@@ -60,6 +65,9 @@ class SnapshotBarrier:
     def __repr__(self) -> str:
         return f"SnapshotBarrier({self.snapshot_id})"
 
+    def __reduce__(self) -> tuple[type[SnapshotBarrier], tuple[int]]:
+        return SnapshotBarrier, (self.snapshot_id,)  # as Watermark's
+
 
 @dataclass(frozen=True, slots=True)
 class BroadcastKey:
@@ -70,4 +78,7 @@ class BroadcastKey:
     is saved under a broadcast key and each restored instance takes what is its own.
     """
 
-    key: object
+    key: Hashable  # hashed with the key: a snapshot key must be hashable
+
+    def __reduce__(self) -> tuple[type[BroadcastKey], tuple[Hashable]]:
+        return BroadcastKey, (self.key,)  # as Watermark's

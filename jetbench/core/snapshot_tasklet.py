@@ -227,7 +227,7 @@ class SnapshotTasklet(ProcessorTasklet):
             if inbox._head >= len(inbox._items):
                 if self._edges_to_complete:
                     return self._transition(self._step_complete_edge)
-                if self._pending_watermark is not None:
+                if self._watermark_pending():  # see ProcessorTasklet._watermark_pending
                     return self._process_watermark()
                 return self._snapshot_due()
         before = len(inbox._items) - inbox._head
@@ -369,18 +369,18 @@ class SnapshotTasklet(ProcessorTasklet):
 
 
 _STATE_OF_STEP.update({
-    SnapshotTasklet._step_init: TaskletState.INIT,
-    SnapshotTasklet._step_restore: TaskletState.RESTORE_SNAPSHOT,
-    SnapshotTasklet._step_finish_restore: TaskletState.FINISH_RESTORE,
-    SnapshotTasklet._step_process: TaskletState.PROCESS,
-    SnapshotTasklet._step_complete: TaskletState.COMPLETE,
-    SnapshotTasklet._step_save_final: TaskletState.SAVE_SNAPSHOT,
-    SnapshotTasklet._step_wait_completed: TaskletState.WAIT_FOR_SNAPSHOT_COMPLETED,
-    SnapshotTasklet._step_emit_done: TaskletState.EMIT_DONE,
-    SnapshotTasklet._step_save: TaskletState.SAVE_SNAPSHOT,
-    SnapshotTasklet._step_commit_prepare: TaskletState.SNAPSHOT_COMMIT_PREPARE,
-    SnapshotTasklet._step_emit_barrier: TaskletState.EMIT_BARRIER,
-    SnapshotTasklet._step_commit_finish: TaskletState.SNAPSHOT_COMMIT_FINISH,
+    SnapshotTasklet._step_init.__name__: TaskletState.INIT,
+    SnapshotTasklet._step_restore.__name__: TaskletState.RESTORE_SNAPSHOT,
+    SnapshotTasklet._step_finish_restore.__name__: TaskletState.FINISH_RESTORE,
+    SnapshotTasklet._step_process.__name__: TaskletState.PROCESS,
+    SnapshotTasklet._step_complete.__name__: TaskletState.COMPLETE,
+    SnapshotTasklet._step_save_final.__name__: TaskletState.SAVE_SNAPSHOT,
+    SnapshotTasklet._step_wait_completed.__name__: TaskletState.WAIT_FOR_SNAPSHOT_COMPLETED,
+    SnapshotTasklet._step_emit_done.__name__: TaskletState.EMIT_DONE,
+    SnapshotTasklet._step_save.__name__: TaskletState.SAVE_SNAPSHOT,
+    SnapshotTasklet._step_commit_prepare.__name__: TaskletState.SNAPSHOT_COMMIT_PREPARE,
+    SnapshotTasklet._step_emit_barrier.__name__: TaskletState.EMIT_BARRIER,
+    SnapshotTasklet._step_commit_finish.__name__: TaskletState.SNAPSHOT_COMMIT_FINISH,
 })
 
 

@@ -132,7 +132,7 @@ class ProcessorTasklet:
     @property
     def state(self) -> TaskletState:
         """The state the next `call()` runs."""
-        return _STATE_OF_STEP[getattr(self._step, "__func__", None)]
+        return _STATE_OF_STEP[self._step.__name__]
 
     def call(self) -> int:
         """Run one step and flush; return PROGRESS and/or DONE_STATE bits."""
@@ -172,12 +172,21 @@ class ProcessorTasklet:
             if inbox._head >= len(inbox._items):
                 if self._edges_to_complete:
                     return self._transition(self._step_complete_edge)
-                if self._pending_watermark is not None:
+                if self._watermark_pending():
                     return self._process_watermark()
                 return False
         before = len(inbox._items) - inbox._head
         self.processor.process(self._current_ordinal, inbox)
         return len(inbox._items) - inbox._head != before
+
+    def _watermark_pending(self) -> bool:
+        """Whether a coalesced watermark waits to be processed.
+
+        A method, not the attribute test, wherever `_fill_inbox` (which sets it) ran since the
+        same method last tested ``_pending_watermark is not None``: mypy keeps the attribute
+        narrowed to None across the call, and mypyc, trusting that, would check it is None.
+        """
+        return self._pending_watermark is not None
 
     def _process_watermark(self) -> bool:
         wm = self._pending_watermark
@@ -383,13 +392,14 @@ class ProcessorTasklet:
         )
 
 
-#: the state each step method stands for (the key is the function behind the bound ``_step``)
-_STATE_OF_STEP: dict[object, TaskletState] = {
-    ProcessorTasklet._step_init: TaskletState.INIT,
-    ProcessorTasklet._step_process: TaskletState.PROCESS,
-    ProcessorTasklet._step_complete_edge: TaskletState.COMPLETE_EDGE,
-    ProcessorTasklet._step_complete: TaskletState.COMPLETE,
-    ProcessorTasklet._step_emit_done: TaskletState.EMIT_DONE,
-    ProcessorTasklet._step_close: TaskletState.CLOSE,
-    ProcessorTasklet._step_end: TaskletState.END,
+#: the state each step method stands for, by the method's name (the bound ``_step``'s
+#: ``__name__``: compiled with mypyc, a bound method has no ``__func__`` to look up)
+_STATE_OF_STEP: dict[str, TaskletState] = {
+    ProcessorTasklet._step_init.__name__: TaskletState.INIT,
+    ProcessorTasklet._step_process.__name__: TaskletState.PROCESS,
+    ProcessorTasklet._step_complete_edge.__name__: TaskletState.COMPLETE_EDGE,
+    ProcessorTasklet._step_complete.__name__: TaskletState.COMPLETE,
+    ProcessorTasklet._step_emit_done.__name__: TaskletState.EMIT_DONE,
+    ProcessorTasklet._step_close.__name__: TaskletState.CLOSE,
+    ProcessorTasklet._step_end.__name__: TaskletState.END,
 }
