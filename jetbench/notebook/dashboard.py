@@ -55,6 +55,8 @@ class Dashboard(anywidget.AnyWidget):
     max_idle_us = traitlets.Float(0.0).tag(sync=True)
     #: the last control error (e.g. a rejected idle value), "" if none
     control_error = traitlets.Unicode("").tag(sync=True)
+    #: what a control did beside what was asked (the max raised to a new min), "" if nothing
+    control_note = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, job: Any, interval_s: float = 0.2, side: bool = False, max_rows: int = 40,
                  cpu_budget: float = 0.02, **kwargs: Any):
@@ -114,12 +116,17 @@ class Dashboard(anywidget.AnyWidget):
         if service is None:
             self.control_error = "this job has no execution service to tune"
             return
+        idle = getattr(service, "idle", None)
+        max_before = getattr(idle, "max_idle_us", None)
         try:
             service.set_idle(min_idle_us=min_idle_us, max_idle_us=max_idle_us)
         except Exception as exc:
             self.control_error = str(exc)
         else:
             self.control_error = ""
+            max_after = getattr(idle, "max_idle_us", None)
+            raised = max_idle_us is None and max_before is not None and max_after != max_before
+            self.control_note = f"max idle raised to {max_after:g} µs: it is never below min idle" if raised else ""
         self._sync_idle_traits()
 
     def set_strategy(self, strategy: str) -> None:

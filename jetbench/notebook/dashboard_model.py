@@ -23,8 +23,31 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .progress import job_ends
+
 if TYPE_CHECKING:
     from ..core import Job, JobMetrics
+
+#: What each tasklet state reads as in the table (`jetbench.core.tasklet.TaskletState`).
+STATE_WORDS = {
+    "INIT": "starting", "PROCESS": "processing", "COMPLETE_EDGE": "input ended", "COMPLETE": "completing",
+    "EMIT_DONE": "finishing", "CLOSE": "closing", "END": "done", "RESTORE_SNAPSHOT": "restoring",
+    "FINISH_RESTORE": "restoring", "SAVE_SNAPSHOT": "snapshot", "SNAPSHOT_COMMIT_PREPARE": "snapshot",
+    "EMIT_BARRIER": "snapshot", "WAIT_FOR_SNAPSHOT_COMPLETED": "snapshot", "SNAPSHOT_COMMIT_FINISH": "snapshot",
+}
+
+
+def state_word(state: str, source: bool) -> str:
+    """The word the dashboard shows for a tasklet ``state``: a source's ``COMPLETE`` is where it
+    emits its items, so it reads "emitting".
+
+    >>> state_word("COMPLETE", source=True), state_word("COMPLETE", source=False), state_word("END", False)
+    ('emitting', 'completing', 'done')
+    """
+    if state == "COMPLETE" and source:
+        return "emitting"
+    return STATE_WORDS.get(state, state.lower())
+
 
 #: Points kept in each queue-fill sparkline (a sliding window of the latest ticks).
 QUEUE_HISTORY = 60
@@ -147,6 +170,7 @@ class DashboardModel:
         """Take a snapshot (or use ``metrics``) and return the whole state for this tick."""
         m = metrics if metrics is not None else self.job.metrics()
         self.last_metrics = m
+        sources, sinks = job_ends(self.job, m)
         self.seq += 1
         wall = self._clock()
         cpu = self._cpu_seconds()
@@ -172,7 +196,7 @@ class DashboardModel:
                     "vertex": t.vertex,
                     "instance": t.index,
                     "worker": worker_label(t.worker),
-                    "state": t.state,
+                    "state": state_word(t.state, t.vertex in sources),
                     "in": t.received_count,
                     "out": t.emitted_count,
                     "rate": max(d_in, d_out) / span,
@@ -263,8 +287,8 @@ class DashboardModel:
             "process_cpu": _r(process_cpu),
             "system_cpu": system_cpu_percent() if dwall >= 0.02 else None,
             "totals": {
-                "in": sum(r["in"] for r in tasklet_rows),
-                "out": sum(r["out"] for r in tasklet_rows),
+                "sources_out": sum(r["out"] for r in tasklet_rows if r["vertex"] in sources),
+                "sinks_in": sum(r["in"] for r in tasklet_rows if r["vertex"] in sinks),
             },
             "idle": self._idle(),
         }

@@ -74,6 +74,15 @@ def progress_wanted(progress: bool | None) -> bool:
 # ------------------------------------------------------------------------------- what it counts
 
 
+def job_ends(job: Any, metrics: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The job's source vertices (no edge enters them) and sink vertices (no edge leaves them),
+    in the order of ``metrics``' tasklets."""
+    vertices = list(dict.fromkeys(t.vertex for t in metrics.tasklets))
+    entered = {dst for _src, dst, _ordinal in job.edges}
+    left = {src for src, _dst, _ordinal in job.edges}
+    return tuple(v for v in vertices if v not in entered), tuple(v for v in vertices if v not in left)
+
+
 @dataclass(frozen=True)
 class JobCounts:
     """A job's progress at one moment: items out of its sources and into its sinks."""
@@ -93,11 +102,7 @@ class JobCounts:
         """Counted from ``job.metrics()``: sources are the vertices no edge enters, sinks those
         no edge leaves."""
         m = job.metrics()
-        vertices = list(dict.fromkeys(t.vertex for t in m.tasklets))
-        entered = {dst for _src, dst, _ordinal in job.edges}
-        left = {src for src, _dst, _ordinal in job.edges}
-        sources = tuple(v for v in vertices if v not in entered)
-        sinks = tuple(v for v in vertices if v not in left)
+        sources, sinks = job_ends(job, m)
         error = vertex = None
         failure = job.failure if m.status != "running" else None
         if failure is not None:

@@ -95,8 +95,8 @@ def test_state_while_running_and_frozen_final_state():
     final = dash.state
     assert final["final"] is True and final["status"] == "completed" and final["seq"] > seq_running
     assert final["elapsed_s"] == pytest.approx(job.elapsed, abs=0.01)
-    assert {r["state"] for r in final["rows"]} == {"END"}
-    assert final["rows"][-1]["in"] == 2400 and final["totals"]["out"] >= 2 * 2400
+    assert {r["state"] for r in final["rows"]} == {"done"}
+    assert final["rows"][-1]["in"] == 2400 and final["totals"]["sinks_in"] == 2400
     ticks = dash.ticks
     time.sleep(0.15)
     assert dash.ticks == ticks and dash.state == final  # frozen
@@ -180,7 +180,7 @@ def test_rows_aggregate_per_vertex_above_max_rows():
     assert list(rows) == ["source", "map-0", "map-1", "map-2", "sink"]
     assert rows["map-1"]["n"] == 4 and rows["map-1"]["instance"] == "×4"
     assert rows["map-1"]["in"] == 100 and rows["map-1"]["out"] == 100
-    assert rows["map-1"]["state"] == "END"
+    assert rows["map-1"]["state"] == "done"
     assert sum(r["in"] for r in per_vertex["rows"]) == sum(r["in"] for r in per_tasklet["rows"])
     # more vertices than rows: the tail is folded into one row, counts preserved
     folded = DashboardModel(job, max_rows=3).update(final=True)
@@ -258,11 +258,13 @@ def test_idle_controls_apply_to_the_running_service():
         dash.min_idle_us = 1000  # from Python: max is raised to the min, as in Jet
         assert (service.idle.min_idle_us, service.idle.max_idle_us) == (1000, 1000)
         assert dash.max_idle_us == 1000
+        assert dash.control_note == "max idle raised to 1000 µs: it is never below min idle"
         # from the browser: the same trait update ipywidgets receives over the comm
         send_from_front_end(dash, {"method": "update", "state": {"max_idle_us": 8000}, "buffer_paths": []})
         assert service.idle.max_idle_us == 8000
         send_from_front_end(dash, {"method": "custom", "content": {"cmd": "set_idle", "min_idle_us": 50}})
         assert (service.idle.min_idle_us, service.idle.max_idle_us) == (50, 8000)
+        assert dash.control_note == ""  # the max stayed as it was
         # the running workers park with the service's (shared) config
         assert all(w.idler.config is service.idle for w in job.workers)
         # a bad value is refused, shown, and the traits show what is applied

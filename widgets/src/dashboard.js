@@ -5,7 +5,7 @@
 // `max_idle_us` traits (the kernel applies them to the running executor) or send {cmd: "cancel"}.
 
 const NS = "http://www.w3.org/2000/svg";
-const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
+const PALETTE = ["#3b8fd9", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
 const SLIDER_MAX = 1000; // slider positions; idle µs = 10^(5 * pos / SLIDER_MAX), position 0 = 0 µs
 const IDLE_DECADES = 5; // 1 µs .. 100 ms
 const BUSY_AFTER_MS = 3000; // a command not acknowledged by then: the kernel is busy, say so
@@ -150,6 +150,7 @@ function render({ model, el: host }) {
       <span class="jb-idle-applied" title="idle bounds the executor uses now"></span>
       <button type="button" class="jb-cancel">Cancel job</button>
       <span class="jb-control-error"></span>
+      <span class="jb-control-note jb-dim"></span>
     </div>
     <div class="jb-body">
       <div class="jb-panel jb-tasklets">
@@ -157,7 +158,7 @@ function render({ model, el: host }) {
         <table class="jb-table"><thead><tr>
           <th>vertex</th><th class="jb-opt2">#</th><th class="jb-opt">worker</th><th class="jb-opt2">state</th><th class="jb-n jb-opt2">in</th><th class="jb-n">out</th>
           <th class="jb-n jb-rate-h">items/s</th><th class="jb-n jb-opt">busy %</th><th class="jb-n jb-opt" title="cooperative calls slower than the slow-call threshold">slow</th>
-          <th title="backpressure: the outbox could not flush, a downstream queue is full">bp</th><th class="jb-n" title="inbound queue fill">queue</th>
+          <th class="jb-opt2" title="backpressure: the outbox could not flush, a downstream queue is full">bp</th><th class="jb-n" title="inbound queue fill">queue</th>
         </tr></thead><tbody class="jb-rows"></tbody></table>
         <div class="jb-panel jb-queues-panel">
           <div class="jb-panel-title">Queue fill per edge <span>(last ${60} ticks)</span></div>
@@ -171,8 +172,8 @@ function render({ model, el: host }) {
         </div>
         <div class="jb-panel jb-workers-panel">
           <div class="jb-panel-title">Workers</div>
-          <table class="jb-table"><thead><tr><th>worker</th><th>kind</th><th class="jb-n">tasklets</th>
-            <th class="jb-n">CPU %</th><th class="jb-n">iterations/s</th><th class="jb-n" title="idle rounds (parks) per second">idle/s</th></tr></thead>
+          <table class="jb-table"><thead><tr><th>worker</th><th class="jb-opt2">kind</th><th class="jb-n jb-opt2">tasklets</th>
+            <th class="jb-n">CPU %</th><th class="jb-n jb-opt">iterations/s</th><th class="jb-n" title="idle rounds (parks) per second">idle/s</th></tr></thead>
             <tbody class="jb-workers"></tbody></table>
         </div>
       </div>
@@ -273,7 +274,7 @@ function render({ model, el: host }) {
     status.dataset.status = s.status ?? "";
     $(".jb-elapsed").textContent = seconds(s.elapsed_s);
     $(".jb-summary").textContent =
-      `${s.tasklet_count ?? 0} tasklets · ${s.vertex_count ?? 0} vertices · ${grouped(s.totals?.out)} items emitted`;
+      `${s.tasklet_count ?? 0} tasklets · ${s.vertex_count ?? 0} vertices · sources emitted ${grouped(s.totals?.sources_out)} · sinks received ${grouped(s.totals?.sinks_in)}`;
     const hz = s.interval_s ? (1 / s.interval_s).toFixed(0) : "?";
     const cpuPct = s.elapsed_s ? (100 * (s.sampler_cpu_s ?? 0)) / s.elapsed_s : 0;
     $(".jb-sampler").textContent = s.final ? "final" : `sampling ${hz} Hz · ${cpuPct.toFixed(1)}% CPU`;
@@ -329,7 +330,7 @@ function render({ model, el: host }) {
           `<td class="jb-n jb-out" data-value="${r.out}">${grouped(r.out)}</td>` +
           `<td class="jb-n jb-rate" data-value="${r.rate}">${compact(r.rate)}</td>` +
           `<td class="jb-n jb-busy jb-opt"><span class="jb-busybar" style="width:${Math.min(r.busy, 100) * 0.4}px"></span>${r.busy.toFixed(0)}</td>` +
-          `<td class="jb-n jb-slow jb-opt">${grouped(r.slow)}</td><td class="jb-bpcell" data-value="${r.bp ? 1 : 0}">${bp}</td>` +
+          `<td class="jb-n jb-slow jb-opt">${grouped(r.slow)}</td><td class="jb-bpcell jb-opt2" data-value="${r.bp ? 1 : 0}">${bp}</td>` +
           `<td class="jb-n jb-fill" data-value="${r.fill ?? ""}" style="color:${r.fill ? fillColor(r.fill) : "inherit"}">${fill}</td></tr>`
         );
       })
@@ -347,8 +348,8 @@ function render({ model, el: host }) {
       .map(
         (w) =>
           `<tr class="jb-worker${w.alive ? "" : " jb-ended"}" data-worker="${esc(w.name)}" title="${w.alive ? "" : "thread ended"}"><td>${esc(w.name)}</td>` +
-          `<td>${esc(w.kind)}</td><td class="jb-n">${w.tasklets}</td><td class="jb-n jb-wcpu">${w.cpu.toFixed(1)}</td>` +
-          `<td class="jb-n jb-iter" data-value="${w.iter_rate}">${compact(w.iter_rate)}</td><td class="jb-n">${compact(w.idle_rate)}</td></tr>`,
+          `<td class="jb-opt2">${esc(w.kind)}</td><td class="jb-n jb-opt2">${w.tasklets}</td><td class="jb-n jb-wcpu">${w.cpu.toFixed(1)}</td>` +
+          `<td class="jb-n jb-iter jb-opt" data-value="${w.iter_rate}">${compact(w.iter_rate)}</td><td class="jb-n">${compact(w.idle_rate)}</td></tr>`,
       )
       .join("");
 
@@ -373,12 +374,14 @@ function render({ model, el: host }) {
   }
   function updateControlError() {
     $(".jb-control-error").textContent = model.get("control_error") || "";
+    $(".jb-control-note").textContent = model.get("control_note") || "";
   }
 
   model.on("change:state", update);
   model.on("change:min_idle_us", updateIdle);
   model.on("change:max_idle_us", updateIdle);
   model.on("change:control_error", updateControlError);
+  model.on("change:control_note", updateControlError);
   model.on("msg:custom", onCustom);
   update();
   updateControlError();
@@ -389,6 +392,7 @@ function render({ model, el: host }) {
     model.off("change:min_idle_us", updateIdle);
     model.off("change:max_idle_us", updateIdle);
     model.off("change:control_error", updateControlError);
+    model.off("change:control_note", updateControlError);
   };
 }
 
