@@ -107,7 +107,7 @@ def test_equal_to_the_reference_on_generated_events(num_events, generators):
         got = run(pipeline(q, from_events(pairs), config), progress=False)
         expected = REFERENCE[q](events, config)
         assert same(got, expected), (q, len(got), len(expected))
-        assert got or q in (2,) or num_events < 1000
+        assert got or q in (2, 3) or num_events < 1000  # Q2, Q3: few results, none at 1000 events
 
 
 @pytest.mark.parametrize("generators", [1, 10])
