@@ -177,6 +177,42 @@ class Dashboard(anywidget.AnyWidget):
             self._displaying = False
         return self.sidecar
 
+    def _ipython_display_(self) -> None:
+        """``display(dashboard)`` (or a cell ending in one): the live dashboard and, right after it,
+        a static snapshot (the job's status and a table per vertex) that the live dashboard hides
+        and a notebook opened again without a kernel shows instead of "model not found"; it is
+        refreshed when the job ends, so a saved notebook holds the final figures."""
+        from IPython.display import display
+
+        if self._side:  # in the side panel the widget itself; inline, its placeholder line
+            display(self._repr_mimebundle_(), raw=True)
+            return
+        from .snapshot import display_with_snapshot
+
+        self._snapshot = display_with_snapshot(
+            _Shown(self._repr_mimebundle_()), self.snapshot_html, "dashboard",
+            f"The dashboard of job {self.job.name!r} as last seen (a static copy: the live one needs a running kernel).")
+
+    def snapshot_html(self) -> str:
+        """The last state as static HTML: status and totals, then a row per vertex."""
+        import html
+
+        s = self.state or {}
+        totals = s.get("totals") or {}
+        by_vertex: dict[str, list[int]] = {}
+        for r in s.get("rows") or []:
+            row = by_vertex.setdefault(str(r.get("vertex")), [0, 0, 0])
+            row[0] += int(r.get("n", 1) or 1)
+            row[1] += int(r.get("in") or 0)
+            row[2] += int(r.get("out") or 0)
+        cells = "".join(f"<tr><td>{html.escape(v)}</td><td>{n}</td><td>{i:,}</td><td>{o:,}</td></tr>"
+                        for v, (n, i, o) in by_vertex.items())
+        head = (f"<b>jetbench · {html.escape(str(s.get('job', self.job.name)))}</b> · {html.escape(str(s.get('status', '')))}"
+                f" · {s.get('elapsed_s', 0)} s · sources emitted {totals.get('sources_out', 0):,}"
+                f" · sinks received {totals.get('sinks_in', 0):,}")
+        return (f"<div>{head}</div><table><thead><tr><th>vertex</th><th>instances</th><th>in</th><th>out</th>"
+                f"</tr></thead><tbody>{cells}</tbody></table>")
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         if self._side and not self._displaying:  # already in the side panel: no second copy inline
             return {"text/plain": f"jetbench dashboard of job {self.job.name!r} (in the side panel)"}
@@ -218,6 +254,9 @@ class Dashboard(anywidget.AnyWidget):
                 tick_cpu = (c1 - c0) if not tick_cpu else 0.8 * tick_cpu + 0.2 * (c1 - c0)
                 self.sampler_cpu_s = c1 - cpu0
                 if done:
+                    snapshot = getattr(self, "_snapshot", None)
+                    if snapshot is not None:
+                        snapshot.update()
                     return
         except Exception as exc:  # keep the kernel alive; say why the view stopped
             self.control_error = f"dashboard sampler stopped: {type(exc).__name__}: {exc}"
@@ -258,3 +297,14 @@ class Dashboard(anywidget.AnyWidget):
         # wait through jetbench) from one that acted
         if "id" in content:
             self.send({"ack": content["id"]})
+
+
+class _Shown:
+    """A display bundle as an object `IPython.display.display` shows (the widget's own view,
+    without calling back into `Dashboard._ipython_display_`)."""
+
+    def __init__(self, bundle: Any):
+        self.bundle = bundle
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.bundle

@@ -112,6 +112,16 @@ def test_dashboard_of_a_finished_job_is_final_at_once_without_a_thread():
     assert dash.state["final"] is True and dash.state["status"] == "completed"
 
 
+def test_the_static_snapshot_holds_the_final_figures():
+    job = ExecutionService().submit(wide_dag(4, 1))
+    job.join()
+    html = job.dashboard().snapshot_html()
+    assert f"jetbench · {job.name}</b> · completed" in html
+    totals = job.dashboard().state["totals"]
+    assert f"sources emitted {totals['sources_out']:,}" in html and f"sinks received {totals['sinks_in']:,}" in html
+    assert html.count("<tr>") == 1 + len({t.vertex for t in job.metrics().tasklets})  # a row per vertex
+
+
 def test_failure_shows_error_and_vertex():
     job = ExecutionService().submit(paced_dag(rate=5000, count=None, fail_at=500), name="bad")
     dash = Dashboard(job, interval_s=0.05)
