@@ -4,12 +4,15 @@ blurs the figure).
 
     .venv/bin/python benchmarks/round_cost.py [--rates 1000 250000] [--repeat 5]
     .venv/bin/python benchmarks/round_cost.py --baseline /tmp/base   # A/B against another checkout
+    .venv/bin/python benchmarks/round_cost.py --pure-vs-compiled      # this checkout's two builds
 
 At 1,000 items/s a round carries one item (the engine's fixed cost per tasklet call); at
 250,000 items/s it carries 250 (the per-item cost). With ``--baseline DIR`` (a checkout, e.g.
 ``git worktree add /tmp/base HEAD~1``) each repeat runs that checkout's engine in a subprocess
 and then this one's, interleaved, and the ratio baseline / this is printed: above 1, this
-checkout's rounds are cheaper.
+checkout's rounds are cheaper. With ``--pure-vs-compiled`` the two sides are this checkout's
+engine interpreted (``JETBENCH_PURE_PYTHON=1``) and compiled with mypyc (``scripts/setup.sh``
+builds it; `jetbench.core.compiled`), and the ratio is pure / compiled.
 """
 
 from __future__ import annotations
@@ -67,9 +70,22 @@ def round_cost_us(rate: float, seconds: float) -> float:
     return cpu / rounds * 1e6
 
 
-def measure_in(checkout: Path, rates: list[float], seconds: float) -> dict[float, float]:
+#: the environment of each side of ``--pure-vs-compiled``
+BUILD_ENV = {"pure": {"JETBENCH_PURE_PYTHON": "1"}, "compiled": {"JETBENCH_PURE_PYTHON": "0"}}
+
+
+def build_of(checkout: Path, extra_env: dict[str, str]) -> str:
+    """Which build of the engine a fresh interpreter loads from ``checkout`` with ``extra_env``."""
+    code = "from jetbench.core.compiled import build_info; print(build_info().describe())"
+    env = {**os.environ, "PYTHONPATH": str(checkout), **extra_env}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                          cwd=checkout).stdout.strip()
+
+
+def measure_in(checkout: Path, rates: list[float], seconds: float,
+               extra_env: dict[str, str] | None = None) -> dict[float, float]:
     """Run `round_cost_us` for each rate in a fresh interpreter importing ``checkout``'s jetbench."""
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    env = {**os.environ, "PYTHONPATH": str(checkout), **(extra_env or {})}
     argv = [sys.executable, __file__, "--child", "--seconds", str(seconds), "--rates", *map(str, rates)]
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, cwd=checkout)
     return dict(zip(rates, json.loads(out.stdout), strict=True))
@@ -81,6 +97,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--baseline", type=Path, help="another checkout to compare with, interleaved")
+    parser.add_argument("--pure-vs-compiled", action="store_true",
+                        help="compare this checkout's engine interpreted with it compiled, interleaved")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # one side of the comparison: a JSON list of costs, one per rate
@@ -89,17 +107,28 @@ def main() -> None:
         assert Path(jetbench.__file__).is_relative_to(Path.cwd()), jetbench.__file__
         print(json.dumps([round_cost_us(rate, args.seconds) for rate in args.rates]))
         return
-    sides = {"this": HERE} if args.baseline is None else {"baseline": args.baseline.resolve(), "this": HERE}
+    envs: dict[str, dict[str, str]] = {}
+    if args.pure_vs_compiled:
+        sides = {"pure": HERE, "compiled": HERE}
+        envs = BUILD_ENV
+        for side in sides:
+            print(f"{side}: {build_of(HERE, envs[side])}")
+    elif args.baseline is None:
+        sides = {"this": HERE}
+    else:
+        sides = {"baseline": args.baseline.resolve(), "this": HERE}
     runs: dict[str, list[dict[float, float]]] = {side: [] for side in sides}
     for _ in range(args.repeat):
         for side, checkout in sides.items():
-            runs[side].append(measure_in(checkout, args.rates, args.seconds))
+            runs[side].append(measure_in(checkout, args.rates, args.seconds, envs.get(side)))
     print(f"round cost, thread CPU per round in us (median of {args.repeat}, 1 ms ticks)")
     for rate in args.rates:
         medians = {side: statistics.median(r[rate] for r in rs) for side, rs in runs.items()}
         line = "   ".join(f"{side} {us:7.1f}" for side, us in medians.items())
         if "baseline" in medians:
             line += f"   ratio {medians['baseline'] / medians['this']:.2f}"
+        if "pure" in medians:
+            line += f"   ratio {medians['pure'] / medians['compiled']:.2f}"
         print(f"  {rate:>11,.0f} items/s: {line}")
 
 

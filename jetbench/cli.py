@@ -157,7 +157,7 @@ def _lab(args: argparse.Namespace, extra: list[str]) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jetbench", description="Dataflow DAGs on a cooperative executor.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("version", help="print the version")
+    sub.add_parser("version", help="print the version and which build of the engine is loaded")
 
     demo = sub.add_parser("demo", help="run the word count of Jet's DAG documentation and print top words and metrics")
     demo.add_argument("--lines", type=int, default=200_000, help="corpus lines to generate (default 200000)")
@@ -217,8 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         return _lab(args, extra)
     if args.command == "version":
         from . import __version__
+        from .core.compiled import build_info
 
         print(__version__)
+        print(f"engine: {build_info().describe()}")  # compiled (which modules) or pure (and why)
         return 0
     from .core.errors import JetbenchError
 

@@ -4,6 +4,10 @@
 #   * system packages (apt): graphviz, a Java 17+ runtime for pyspark, chromium (browser tests),
 #     nodejs and npm (to build the notebook widgets; skipped when node 18+ and npm are on PATH)
 #   * a virtualenv at .venv with `pip install -e ".[dev]"`
+#   * the engine's hot modules compiled with mypyc, in place beside their sources (setup.py; how
+#     the compiled or the pure build is chosen at run time: jetbench/core/compiled.py). Redone only
+#     when one of those sources changed (their sha256 in jetbench/core/_compiled.json); a failed
+#     compile (e.g. no C compiler) leaves the pure build, with a warning
 #   * the notebook widgets' front end: npm packages from widgets/package-lock.json, bundled with
 #     widgets/src into jetbench/_static (scripts/build_widgets.sh)
 #
@@ -175,8 +179,24 @@ if [[ "$want" == "$have" ]] && installed_pkg_ok; then
     log "python dependencies up to date (pyproject.toml unchanged)"
 else
     log "installing jetbench -e \".[dev]\" into .venv (first time can take a few minutes)"
-    "$VENV/bin/python" -m pip install -q -e ".[dev]"
+    # JETBENCH_COMPILE=0: the editable install compiles nothing; the step below compiles the
+    # engine with this .venv's mypy, and again whenever its sources change
+    JETBENCH_COMPILE=0 "$VENV/bin/python" -m pip install -q -e ".[dev]"
     printf '%s\n' "$want" >"$STAMP"
+fi
+
+# ------------------------------------------------------------------ compiled engine
+
+if "$VENV/bin/python" jetbench/core/compiled.py >/dev/null 2>&1; then
+    log "compiled engine up to date"
+else
+    log "compiling the engine with mypyc ($("$VENV/bin/python" jetbench/core/compiled.py 2>&1 || true))"
+    "$VENV/bin/python" setup.py -q build_ext --inplace >/dev/null 2>"$VENV/.jetbench-compile.log" || true
+    if status="$("$VENV/bin/python" jetbench/core/compiled.py 2>&1)"; then
+        log "compiled engine built"
+    else
+        log "WARNING: $status; the engine runs interpreted (compiler output: .venv/.jetbench-compile.log)"
+    fi
 fi
 
 # ------------------------------------------------------------------ widgets

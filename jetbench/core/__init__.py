@@ -1,8 +1,10 @@
 """The jetbench engine: DAG, Processor API, queues, tasklets and the cooperative execution service.
 
-Standard library only.
+Standard library only. Its hot modules may run compiled with mypyc: see `jetbench.core.compiled`.
 """
 
+# first: chooses the build (compiled or pure) before any compiled module is imported
+from . import compiled as compiled
 from .clock import SYSTEM_CLOCK, Clock, MockClock, SystemClock
 from .dag import DAG, Edge, Vertex
 from .errors import (

@@ -1,0 +1,76 @@
+"""Build of jetbench: pyproject.toml holds the metadata; this file adds the engine's hot modules
+compiled with mypyc (issue 17 §3; how the compiled and the pure build are chosen at run time is in
+jetbench/core/compiled.py).
+
+    .venv/bin/python setup.py build_ext --inplace   # what scripts/setup.sh runs when a source changed
+    pip wheel .                                     # a wheel with the compiled modules
+
+The compiled modules go beside their sources (``jetbench/core/*.so``) with ``_compiled.json``, the
+hash of each source compiled. A compile that fails (no C compiler, no mypy) leaves a working pure
+build behind with a warning; ``JETBENCH_COMPILE=0`` skips compiling altogether.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+CORE = Path("jetbench", "core")
+# jetbench/core/compiled.py is standard library only: read it without importing jetbench
+_compiled = runpy.run_path(str(ROOT / CORE / "compiled.py"))
+
+
+def _warn(message: str) -> None:
+    print(f"jetbench setup.py: WARNING: {message}; the engine will run interpreted", file=sys.stderr)
+
+
+class BuildExt(build_ext):
+    """build_ext that records the compiled sources' hashes beside the extension modules, and
+    removes a previous record first (a failed compile must not leave a stale record behind)."""
+
+    def run(self) -> None:
+        if not self.extensions:  # JETBENCH_COMPILE=0, or mypyc failed: a build already there stays
+            super().run()
+            return
+        inplace = self.inplace or getattr(self, "editable_mode", False)
+        target = ROOT / CORE if inplace else Path(self.build_lib) / CORE
+        (target / _compiled["MANIFEST"]).unlink(missing_ok=True)
+        try:
+            super().run()
+        except Exception as exc:  # a missing C compiler, a failed compile: keep the pure build
+            _warn(f"compiling the engine failed: {type(exc).__name__}: {exc}")
+            return
+        target.mkdir(parents=True, exist_ok=True)
+        _compiled["write_manifest"](target, _HASHES)
+
+
+#: the sources' hashes as mypyc read them
+_HASHES: dict[str, str] = {}
+
+
+def engine_extensions() -> list:  # list[setuptools.Extension]
+    if os.environ.get("JETBENCH_COMPILE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError as exc:
+        _warn(f"mypyc is not installed ({exc})")
+        return []
+    # relative to the checkout (setuptools runs here): mypyc names the compiled frames by these
+    # paths, and jetbench/core/errors.py knows them as the engine's
+    paths = [(CORE / f"{m}.py").as_posix() for m in _compiled["COMPILED_MODULES"]]
+    _HASHES.update(_compiled["source_hashes"](ROOT / CORE))
+    try:
+        return mypycify(paths, group_name=_compiled["GROUP_NAME"], target_dir=os.path.join("build", "mypyc"))
+    except (Exception, SystemExit) as exc:  # mypy errors end mypycify with SystemExit
+        _warn(f"mypyc could not compile the engine: {type(exc).__name__}: {exc}")
+        return []
+
+
+setup(ext_modules=engine_extensions(), cmdclass={"build_ext": BuildExt})
