@@ -220,3 +220,15 @@ def test_sorted_input_orders_equal_timestamps_by_order_key():
                      expected=[(4, 0), (5, 3), (5, 2), (5, 1), Watermark(6)], snapshots=True)
     with pytest.raises(JetbenchError, match="order_key"):
         flat_map_stateful(key_of, int, fn, sorted_input=True, order_key=5)
+
+
+def test_in_a_job_taking_snapshots_every_millisecond_the_results_are_the_same():
+    from jetbench.core.job_config import JobConfig
+
+    items = [(t, (f"k{t % 7}", t)) for t in range(0, 3000, 3)]
+    p = Pipeline()
+    (p.read_from(sources.test_stream(items)).apply(FlatMapStatefulSpec(key_of, int, total_then_final, final_total))
+     .set_local_parallelism(2).write_to(sinks.collect()))
+    got = run(p, progress=False, cooperative_threads=2,
+              config=JobConfig(processing_guarantee="exactly_once", snapshot_interval_ms=1))
+    assert sorted(got, key=repr) == sorted(running_totals(1), key=repr)
