@@ -214,3 +214,30 @@ def test_failed_job_in_side_panel_shows_error_and_vertex(lab, page):
     assert side_dash.get_attribute("data-final") == "true"
     screenshot(side_dash, "dashboard-failed-side-panel.png")
     page.screenshot(path=str(ARTIFACTS / "lab-side-panel.png"))
+
+
+def test_a_reopened_notebook_shows_the_dashboards_final_snapshot(lab, page):
+    write_notebook(lab.root / "snapshot.ipynb", [
+        "from jetbench import Pipeline, sources, sinks, ExecutionService\n"
+        "p = Pipeline()\n"
+        "p.read_from(sources.items(range(3000))).map(lambda x: x + 1).write_to(sinks.collect())\n"
+        "job = ExecutionService().submit(p)\n"
+        "job.dashboard(interval_s=0.1)",
+        "job.join(); 'joined'",
+    ])
+    open_notebook(page, lab, "snapshot.ipynb")
+    run_all(page, 2)
+    page.wait_for_selector(f'{DASH} .jb-status[data-status="completed"]', timeout=30_000)
+    snap = page.locator('.jp-NotebookPanel .jetbench-snapshot[data-for="dashboard"]')
+    assert snap.count() == 1 and not snap.is_visible()  # hidden while the live dashboard shows
+    page.wait_for_function(
+        "() => document.querySelector('.jetbench-snapshot[data-for=\"dashboard\"]')?.textContent.includes('completed')")
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    lab.shutdown_kernels()
+    page.reload()
+    snap = page.locator('.jp-NotebookPanel .jetbench-snapshot[data-for="dashboard"]')
+    snap.wait_for(timeout=60_000)
+    text = snap.inner_text()
+    assert snap.is_visible() and "completed" in text and "sinks received 3,000" in text, text
+    screenshot(page.locator(".jp-NotebookPanel .jp-Cell").first, "dashboard-reopened-snapshot.png")
