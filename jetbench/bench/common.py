@@ -86,6 +86,8 @@ class BenchReport(ReportFormat):
     results_equal: bool
     ratio_basis: str = "wall-clock items/s, median of interleaved repeats, same process"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: what the baseline is, for the text report (the JSON carries it too)
+    baseline_kind: str = "plain fused Python loop"
 
     @classmethod
     def of(cls, benchmark: str, items: int, engine: Timing, baseline: Timing, equal: bool, **extra: Any) -> Self:
@@ -93,11 +95,20 @@ class BenchReport(ReportFormat):
         base = items / baseline.wall_s
         return cls(benchmark, items, jet, base, jet / base, equal, extra=extra)
 
+    def against(self, name: str, other: Timing, **more: Any) -> Self:
+        """Add another baseline's figures as ``{name}_items_per_s`` and ``{name}_ratio`` (jetbench
+        items/s over its)."""
+        per_s = self.items / other.wall_s
+        self.extra[f"{name}_items_per_s"] = per_s
+        self.extra[f"{name}_ratio"] = self.jetbench_items_per_s / per_s
+        self.extra.update(more)
+        return self
+
     def to_text(self) -> str:
         lines = [
             f"{self.benchmark}: {self.items:,} items",
             f"  jetbench : {self.jetbench_items_per_s:>14,.0f} items/s",
-            f"  baseline : {self.baseline_items_per_s:>14,.0f} items/s  (plain fused Python loop)",
+            f"  baseline : {self.baseline_items_per_s:>14,.0f} items/s  ({self.baseline_kind})",
             f"  ratio    : {self.ratio:.3f}  ({self.ratio_basis})",
             f"  results equal: {self.results_equal}",
         ]
