@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Sequence
-from typing import Any
+from itertools import islice
+from typing import Any, ClassVar
 
+from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from ..pipeline.connectors import Source
 from ..processors.emitter import EmittingProcessor
 from ..processors.items_source import items_source
+from ..processors.snapshotting import instance_key, own_values
 from ..processors.supplier import ProcessorSupplier
 from .config import GeneratorConfig, NexmarkConfig
 from .generator import event_at, generator_events
@@ -48,7 +52,14 @@ def _ts(pair: tuple[int, Event]) -> int:
 
 
 class NexmarkSourceP(EmittingProcessor):
-    """Generates this instance's share of the Nexmark events as ``(timestamp, event)`` items."""
+    """Generates this instance's share of the Nexmark events as ``(timestamp, event)`` items.
+
+    Snapshots: each instance saves how many events it has emitted (with one generator, its
+    next event number is ``k + emitted * n``) and its schedule's shift; a restored instance
+    generates again from there (the events are a pure function of their number), so what was
+    due while the job was down is due at once."""
+
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(self, config: NexmarkConfig, rate_limited: bool = False):
         self.config = config
@@ -56,19 +67,43 @@ class NexmarkSourceP(EmittingProcessor):
         self._it: Iterator[tuple[int, Event]] = iter(())
         self._head: tuple[int, Event] | None = None
         self._shift_ms = 0.0
+        self._emitted = 0  # events of this instance emitted so far
+
+    def _events(self, skip: int) -> Iterator[tuple[int, Event]]:
+        """This instance's events, after the first ``skip`` of them."""
+        n, k = self.context.total_parallelism, self.context.global_index
+        gens = self.config.generator_configs()
+        if len(gens) == 1:
+            return _strided(gens[0], k + skip * n, n)
+        merged = heapq.merge(*(generator_events(g) for g in gens[k::n]), key=_ts)
+        return islice(merged, skip, None) if skip else merged
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
-        n, k = context.total_parallelism, context.global_index
-        gens = self.config.generator_configs()
-        if len(gens) == 1:
-            self._it = _strided(gens[0], k, n)
-        else:
-            self._it = heapq.merge(*(generator_events(g) for g in gens[k::n]), key=_ts)
+        self._it = self._events(0)
         self._clock = context.clock
         # an event at ts is due at wall time ts + shift (no shift while the base time is ahead)
         self._shift_ms = max(0.0, context.clock.time_ns() / 1e6 - self.config.base_time)
         self._head = next(self._it, None)
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # events taken before the barrier go first
+            return False
+        return self.outbox.offer_to_snapshot(instance_key("NexmarkSourceP", self.context),
+                                             (self.context.total_parallelism, self._emitted, self._shift_ms))
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, _, _ = own_values(inbox, "NexmarkSourceP", self.context)
+        if not mine:
+            return
+        parallelism, emitted, shift_ms = mine[0]
+        if parallelism != self.context.total_parallelism:
+            raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
+                                f"{parallelism}, this job runs {self.context.total_parallelism} instances")
+        self._it = self._events(emitted)
+        self._head = next(self._it, None)
+        self._emitted = emitted
+        self._shift_ms = shift_ms
 
     def _due_ms(self) -> float:
         """Timestamps due by now."""
@@ -93,6 +128,7 @@ class NexmarkSourceP(EmittingProcessor):
             head = next(it, None)
         self._head = head
         if chunk:
+            self._emitted += len(chunk)
             emitter.emit(chunk)
         return head is None and not emitter.pending
 

@@ -18,8 +18,8 @@ import os
 from typing import Any
 
 from ..core.errors import JetbenchError
-from ..core.processor import Processor
 from ..pipeline.connectors import Sink
+from ..processors.collect_sink import CollectSinkP
 from ._arrow import item_to_record, items_to_arrow
 
 __all__ = ["SparkSink", "dataframe", "parquet", "table"]
@@ -27,19 +27,11 @@ __all__ = ["SparkSink", "dataframe", "parquet", "table"]
 _MODES = ("overwrite", "append", "error", "errorifexists", "ignore")
 
 
-class SparkSinkP(Processor):
-    """Collects the items of one instance; the supplier turns all of them into a DataFrame."""
+class SparkSinkP(CollectSinkP):
+    """Collects the items of one instance; the supplier turns all of them into a DataFrame.
 
-    collects = True
-
-    def __init__(self) -> None:
-        self.items: list = []
-
-    def process(self, ordinal: int, inbox) -> None:
-        self.items += inbox.take()
-
-    def result_part(self) -> list:
-        return self.items
+    As the `collect` sink it is exactly-once under a processing guarantee: items are committed
+    to the result when the snapshot covering them is stored, and restored from it."""
 
 
 class SparkSink:

@@ -26,15 +26,17 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
 from ..core.errors import JetbenchError
+from ..core.inbox import Inbox
 from ..pipeline.connectors import Source
 from ..processors.builder_kind import Kind, Param, Reader, Unreadable, eval_expr
 from ..processors.emitter import EmittingProcessor
 from ..processors.generator_source import GeneratorP
+from ..processors.snapshotting import instance_key, own_values
 from ._arrow import IPC_SCHEMA, ArrowDecoder, batches_to_ipc, item_kind
 
 __all__ = ["DataFrameSource", "ParquetSource", "ReplaySource", "dataframe", "parquet", "replay", "table"]
@@ -194,15 +196,22 @@ class DataFrameSource:
 class ArrowSourceP(EmittingProcessor):
     """Reads its contiguous slice of the supplier's parts (Spark partitions or parquet row
     groups) in order, one Arrow batch at a time, and emits the items. Non-cooperative: the
-    reads block (Spark jobs, or file I/O)."""
+    reads block (Spark jobs, or file I/O).
+
+    Snapshots: each instance saves how many batches of its slice it has taken and the row
+    offset within the last one (under a broadcast key naming the instance); a restored
+    instance reads its slice again from the start, skips those batches without emitting them
+    and goes on from that row (the parts are read in the same order every time)."""
 
     is_cooperative = False
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(self, supplier: Any):
         self.supplier = supplier
         self._lists: Iterator[list] = iter(())
         self._items: list = []
         self._pos = 0
+        self._batches = 0  # batches of this instance's slice taken from ``_lists`` so far
 
     def init(self, outbox, context) -> None:
         super().init(outbox, context)
@@ -219,11 +228,35 @@ class ArrowSourceP(EmittingProcessor):
             if items is None:
                 return True
             self._items, self._pos = items, 0
+            self._batches += 1
         end = min(len(self._items), self._pos + self.supplier.chunk)
         chunk = self._items[self._pos:end] if self._pos or end < len(self._items) else self._items
         self._pos = end
         emitter.emit(chunk)
         return False
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # rows taken before the barrier go first
+            return False
+        return self.outbox.offer_to_snapshot(instance_key("ArrowSourceP", self.context),
+                                             (self.context.total_parallelism, self._batches, self._pos))
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, _, _ = own_values(inbox, "ArrowSourceP", self.context)
+        if not mine:
+            return
+        parallelism, batches, pos = mine[0]
+        if parallelism != self.context.total_parallelism:
+            raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
+                                f"{parallelism}, this job runs {self.context.total_parallelism} instances")
+        items: list = []
+        for taken in range(batches):
+            got = next(self._lists, None)
+            if got is None:
+                raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot read {batches} batches, "
+                                    f"the source now has {taken}; its data changed")
+            items = got
+        self._items, self._pos, self._batches = items, pos, batches
 
     def close(self) -> None:
         close = getattr(self._lists, "close", None)

@@ -16,13 +16,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from zlib import crc32
 
 from ..core.dag import DAG, Edge, Routing, Vertex
+from ..core.errors import JetbenchError
 from ..core.execution import ExecutionService
 from ..core.processor import Processor, ProcessorContext
 from ..processors.emitter import EmittingProcessor
+from ..processors.snapshotting import instance_key, own_values
 from ._hash import stable_hash
 
 if TYPE_CHECKING:
@@ -88,7 +90,12 @@ class Tagger:
 
 
 class CaptureP(Processor):
-    """Sink of a cut edge inside a task: keeps the items (tagged for the shuffle, if any)."""
+    """Sink of a cut edge inside a task: keeps the items (tagged for the shuffle, if any).
+
+    It appends to a list the task owns, outside any snapshot: a job asking for a processing
+    guarantee refuses it (Spark retries the whole task instead)."""
+
+    snapshot_support: ClassVar[str] = "unsupported"
 
     def __init__(self, out: list[Any], tagger: Tagger | None):
         self.out = out
@@ -113,9 +120,13 @@ _END = object()
 class StreamFeederP(EmittingProcessor):
     """The stage's single input, read from the Spark partition's iterator on its own thread
     (non-cooperative: reading blocks on Spark). ``mode``: ``items``, ``keyed`` (strip the
-    shuffle tags) or ``arrow`` (records -> lists of items by the source's ``reader``)."""
+    shuffle tags) or ``arrow`` (records -> lists of items by the source's ``reader``).
+
+    The partition's iterator is read once and cannot go back: a job asking for a processing
+    guarantee refuses it (Spark retries the whole task instead)."""
 
     is_cooperative = False
+    snapshot_support: ClassVar[str] = "unsupported"
 
     def __init__(self, records: Iterator[Any], mode: str, reader: Any):
         self.records = records
@@ -145,11 +156,30 @@ class StreamFeederP(EmittingProcessor):
 
 
 class ListFeederP(EmittingProcessor):
-    """One input of a multi-input stage, already read into a list."""
+    """One input of a multi-input stage, already read into a list.
+
+    Snapshots: each instance saves how many items it has emitted; a restored one goes on from there."""
+
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(self, items: list[Any]):
         self.items = items
         self.pos = 0
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # items taken before the barrier go first
+            return False
+        return self.outbox.offer_to_snapshot(instance_key("ListFeederP", self.context),
+                                             (self.context.total_parallelism, self.pos))
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, _, _ = own_values(inbox, "ListFeederP", self.context)
+        if mine:
+            parallelism, pos = mine[0]
+            if parallelism != self.context.total_parallelism:
+                raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
+                                    f"{parallelism}, this job runs {self.context.total_parallelism} instances")
+            self.pos = pos
 
     def complete(self) -> bool:
         emitter = self._emitter
