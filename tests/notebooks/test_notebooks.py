@@ -39,6 +39,7 @@ MUST_DISPLAY = {
     "05-spark-scale-out": {"image/svg+xml", "text/html"},
     "06-writing-processors": set(),
     "07-event-time-and-windows": {"text/html"},
+    "08-fault-tolerance": {"image/svg+xml", "text/html"},
 }
 
 KERNEL_CHECK = f"""\
