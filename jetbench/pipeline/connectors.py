@@ -54,8 +54,9 @@ class Sink:
 
 @dataclass(frozen=True)
 class SourceSpec(StageSpec):
-    """``pipeline.read_from(source)``: the source's vertex, and for a timestamped source a
-    watermark-inserting vertex after it (isolated, so each instance keeps its own order)."""
+    """``pipeline.read_from(source)``: the source's vertex, and for a timestamped source in a
+    pipeline with an event-time stage (a window, a timer) a watermark-inserting vertex after it
+    (isolated, so each instance keeps its own order)."""
 
     source: Source
     kind: ClassVar[str] = "source"
@@ -63,7 +64,7 @@ class SourceSpec(StageSpec):
     def plan(self, planner: Planner, node: PlanNode) -> None:
         source = self.source
         vertex = planner.vertex(node.name, source.supplier, node.local_parallelism)
-        if source.timestamped:
+        if source.timestamped and planner.watermarks_needed:
             watermarks = planner.vertex(f"{node.name}-watermarks",
                                         insert_watermarks(None, source.allowed_lag, planner.watermark_frame),
                                         node.local_parallelism)

@@ -51,6 +51,7 @@ class Planner:
             for u in n.upstream:
                 self._consumers[u] += 1
         self.watermark_frame = _watermark_frame(nodes)
+        self.watermarks_needed = any(n.spec.uses_watermarks for n in nodes)
 
     def plan(self) -> DAG:
         nodes = self.nodes

@@ -379,6 +379,7 @@ class FlatMapStatefulSpec(StageSpec):
     sorted_input: bool = False
     order_key: Callable[[Any], Any] | None = None
     kind: ClassVar[str] = "flat_map_stateful"
+    uses_watermarks: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         _check(self.key_fn, self.create_fn, self.fn, self.on_timer, self.order_key)

@@ -63,6 +63,8 @@ class Planner(Protocol):
     fuse: bool
     #: the frame (ms) inserted watermarks are throttled to
     watermark_frame: int
+    #: some stage of the pipeline needs watermarks (`StageSpec.uses_watermarks`)
+    watermarks_needed: bool
 
     def vertex(self, name: str, supplier: Callable[[], Any] | None, local_parallelism: int | None,
                transform: Transform | None = None) -> PlannedVertex:
@@ -97,10 +99,14 @@ class StageSpec:
     """The typed form of a pipeline stage: a frozen dataclass per kind, with its planning rule.
 
     ``kind`` names the stage in reprs and errors; ``frame_size`` (ms), when not None, is a
-    window's frame that inserted watermarks must align with.
+    window's frame that inserted watermarks must align with; ``uses_watermarks`` says the stage
+    works on event time.
     """
 
     kind: ClassVar[str] = "stage"
+    #: the stage needs watermarks (windows, event-time timers): the planner inserts them after
+    #: timestamped sources only when some stage of the pipeline does
+    uses_watermarks: ClassVar[bool] = False
 
     @property
     def frame_size(self) -> int | None:

@@ -658,6 +658,7 @@ class WindowAggregateSpec(StageSpec):
     op: AggregateOperation
     window: WindowDefinition
     kind: ClassVar[str] = "window_aggregate"
+    uses_watermarks: ClassVar[bool] = True
 
     @property
     def frame_size(self) -> int | None:
