@@ -8,13 +8,21 @@ factory (``counting`` without the call) into an error that says so.
 
 from __future__ import annotations
 
+import inspect
 import operator
-from collections.abc import Callable
+import types
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import JetbenchError
 from .supplier import set_builder_code
+
+#: ``accumulate_groups(groups, key_fn, items)``: a keyed batch kernel (see `AggregateOperation`)
+GroupsFn = Callable[[dict[Any, Any], Callable[[Any], Hashable], list[Any]], None]
+
+_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,15 @@ class AggregateOperation:
     optional, folds a whole batch at once (a fast path that must equal accumulating the items one
     by one; counting has one).
 
+    ``accumulate_groups(groups, key_fn, items) -> None``, optional, is the batch path of *keyed*
+    aggregation (`AccumulateByKeyP` uses it when the operation has it): it folds a whole batch
+    into ``groups`` (a dict key -> accumulator) in place. It must call ``key_fn`` once per item, in
+    order (the library's identity excepted: see `is_identity`), and leave ``groups`` exactly as
+    `accumulate_groups_per_item` would (same accumulators, new keys in the order first seen), so
+    that its loop may run in C: counting's is ``Counter.update(groups, map(key_fn, items))``. Built-ins with one: `counting`, `summing`,
+    `averaging`, `min_by`, `max_by`, `to_list`, `to_set`. A user operation may give one; without
+    it aggregation goes item by item through ``create`` and ``accumulate``.
+
     >>> op = AggregateOperation(create=lambda: 0, accumulate=lambda a, x: a + x, combine=operator.add)
     >>> op.finish_fn(op.accumulate(op.accumulate(op.create(), 2), 3))
     5
@@ -40,12 +57,13 @@ class AggregateOperation:
     deduct: Callable[[Any, Any], Any] | None = None
     recipe: tuple[str, tuple[Any, ...]] | None = field(default=None, compare=False, repr=False)
     accumulate_all: Callable[[Any, list[Any]], Any] | None = field(default=None, compare=False, repr=False)
+    accumulate_groups: GroupsFn | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("create", "accumulate"):
             if not callable(getattr(self, name)):
                 raise JetbenchError(f"AggregateOperation: {name} must be callable, got {getattr(self, name)!r}")
-        for name in ("combine", "finish", "deduct"):
+        for name in ("combine", "finish", "deduct", "accumulate_all", "accumulate_groups"):
             fn = getattr(self, name)
             if fn is not None and not callable(fn):
                 raise JetbenchError(f"AggregateOperation: {name} must be callable or None, got {fn!r}")
@@ -55,11 +73,52 @@ class AggregateOperation:
         return self.finish if self.finish is not None else _identity
 
 
+def accumulate_groups_per_item(op: AggregateOperation, groups: dict[Any, Any], key_fn: Callable[[Any], Hashable],
+                               items: Iterable[Any]) -> None:
+    """The per-item meaning of ``op.accumulate_groups``: each item folded into its key's
+    accumulator (``create()`` for a new key) through ``accumulate``.
+
+    >>> groups = {}
+    >>> accumulate_groups_per_item(counting(), groups, len, ["a", "bc", "d"])
+    >>> groups
+    {1: 2, 2: 1}
+    """
+    create, accumulate = op.create, op.accumulate
+    get = groups.get
+    for item in items:
+        key = key_fn(item)
+        acc = get(key, _MISSING)
+        groups[key] = accumulate(create() if acc is _MISSING else acc, item)
+
+
 def _identity(x: Any) -> Any:
     return x
 
 
 set_builder_code(_identity, "x")
+
+
+def is_identity(fn: Any) -> bool:
+    """True for a plain function that returns its one argument as it is (``lambda w: w``, or a
+    ``def`` with a docstring): same bytecode as the library's identity. `AccumulateByKeyP` hands
+    the batch kernels the library's identity for such a key function, and the kernels then skip
+    the key calls (counting by an identity key is ``Counter.update(groups, items)``).
+
+    >>> is_identity(lambda w: w), is_identity(str.lower), is_identity(lambda w, n=1: w)
+    (True, False, False)
+    """
+    if fn is _identity:
+        return True
+    if not isinstance(fn, types.FunctionType):
+        return False
+    code = fn.__code__
+    return (code.co_code == _identity.__code__.co_code and code.co_argcount == 1 and code.co_kwonlyargcount == 0
+            and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+
+
+def _keys(key_fn: Callable[[Any], Hashable], items: list[Any]) -> Iterable[Any]:
+    """The keys of ``items``: the items themselves for the library's identity, no calls."""
+    return items if key_fn is _identity else map(key_fn, items)
 
 
 def _count_one(acc: int, _item: Any) -> int:
@@ -74,8 +133,17 @@ def _zero() -> int:
     return 0
 
 
+#: ``Counter.update`` on a plain dict: ``groups[k] = groups.get(k, 0) + 1`` per key, the loop in C
+_count_into: Callable[[dict[Any, Any], Iterable[Any]], None] = Counter.update  # type: ignore[assignment]
+
+
+def _count_groups(groups: dict[Any, Any], key_fn: Callable[[Any], Hashable], items: list[Any]) -> None:
+    _count_into(groups, _keys(key_fn, items))
+
+
 _COUNTING = AggregateOperation(create=_zero, accumulate=_count_one, combine=operator.add, deduct=operator.sub,
-                               recipe=("counting", ()), accumulate_all=_count_all)
+                               recipe=("counting", ()), accumulate_all=_count_all,
+                               accumulate_groups=_count_groups)
 
 
 def counting() -> AggregateOperation:
@@ -101,12 +169,18 @@ def summing(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     >>> op.accumulate(op.accumulate(op.create(), "ab"), "c")
     3
     """
+    def accumulate_groups(groups: dict[Any, Any], key_fn: Callable[[Any], Hashable], items: list[Any]) -> None:
+        get = groups.get
+        for key, value in zip(_keys(key_fn, items), items if fn is _identity else map(fn, items), strict=True):
+            groups[key] = get(key, 0) + value
+
     return AggregateOperation(
         create=_zero,
         accumulate=lambda acc, item: acc + fn(item),
         combine=operator.add,
         deduct=operator.sub,
         recipe=("summing", (fn,)),
+        accumulate_groups=accumulate_groups,
     )
 
 
@@ -116,6 +190,12 @@ def averaging(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
     def accumulate(acc: tuple[Any, int], item: Any) -> tuple[Any, int]:
         return acc[0] + fn(item), acc[1] + 1
 
+    def accumulate_groups(groups: dict[Any, Any], key_fn: Callable[[Any], Hashable], items: list[Any]) -> None:
+        get = groups.get
+        for key, value in zip(_keys(key_fn, items), map(fn, items), strict=True):
+            acc = get(key)
+            groups[key] = (0 + value, 1) if acc is None else (acc[0] + value, acc[1] + 1)
+
     return AggregateOperation(
         create=lambda: (0, 0),
         accumulate=accumulate,
@@ -123,6 +203,7 @@ def averaging(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
         finish=lambda acc: acc[0] / acc[1] if acc[1] else None,
         deduct=lambda a, b: (a[0] - b[0], a[1] - b[1]),
         recipe=("averaging", (fn,)),
+        accumulate_groups=accumulate_groups,
     )
 
 
@@ -137,7 +218,21 @@ def _extreme(fn: Callable[[Any], Any], better: Callable[[Any, Any], bool], name:
             return a
         return b if better(fn(b), fn(a)) else a
 
-    return AggregateOperation(create=lambda: _EMPTY, accumulate=accumulate, combine=combine, recipe=(name, (fn,)))
+    def accumulate_groups(groups: dict[Any, Any], key_fn: Callable[[Any], Hashable], items: list[Any]) -> None:
+        get = groups.get
+        if fn is _identity:
+            for key, item in zip(_keys(key_fn, items), items, strict=True):
+                acc = get(key)  # _EMPTY (None) for a new key, as create() gives
+                if acc is _EMPTY or better(item, acc):
+                    groups[key] = item
+        else:
+            for key, item in zip(_keys(key_fn, items), items, strict=True):
+                acc = get(key)
+                if acc is _EMPTY or better(fn(item), fn(acc)):
+                    groups[key] = item
+
+    return AggregateOperation(create=lambda: _EMPTY, accumulate=accumulate, combine=combine, recipe=(name, (fn,)),
+                              accumulate_groups=accumulate_groups)
 
 
 def min_by(fn: Callable[[Any], Any] = _identity) -> AggregateOperation:
@@ -170,8 +265,30 @@ def _union(a: set[Any], b: set[Any]) -> set[Any]:
     return a
 
 
-_TO_LIST = AggregateOperation(create=list, accumulate=_append, combine=_extend, recipe=("to_list", ()))
-_TO_SET = AggregateOperation(create=set, accumulate=_add, combine=_union, recipe=("to_set", ()))
+def _list_groups(groups: dict[Any, Any], key_fn: Callable[[Any], Hashable], items: list[Any]) -> None:
+    get = groups.get
+    for key, item in zip(_keys(key_fn, items), items, strict=True):
+        acc = get(key)
+        if acc is None:
+            groups[key] = [item]
+        else:
+            acc.append(item)
+
+
+def _set_groups(groups: dict[Any, Any], key_fn: Callable[[Any], Hashable], items: list[Any]) -> None:
+    get = groups.get
+    for key, item in zip(_keys(key_fn, items), items, strict=True):
+        acc = get(key)
+        if acc is None:
+            groups[key] = {item}
+        else:
+            acc.add(item)
+
+
+_TO_LIST = AggregateOperation(create=list, accumulate=_append, combine=_extend, recipe=("to_list", ()),
+                              accumulate_groups=_list_groups)
+_TO_SET = AggregateOperation(create=set, accumulate=_add, combine=_union, recipe=("to_set", ()),
+                             accumulate_groups=_set_groups)
 
 
 def to_list() -> AggregateOperation:

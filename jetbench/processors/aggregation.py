@@ -15,7 +15,7 @@ from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.items import BroadcastKey
-from .aggregate_operation import AggregateOperation, require_operation
+from .aggregate_operation import AggregateOperation, _identity, is_identity, require_operation
 from .builder_kind import (
     AGGREGATE_IMPORT,
     KEY,
@@ -132,14 +132,42 @@ class _KeyedEmitterP(EmittingProcessor):
 
 
 class AccumulateByKeyP(_KeyedEmitterP):
-    """Stage 1 (or single stage with ``finish=True``): fold items into per-key accumulators."""
+    """Stage 1 (or single stage with ``finish=True``): fold items into per-key accumulators.
+
+    Batch kernels: an operation with ``accumulate_groups`` folds each inbox batch in one call
+    (counting: ``Counter.update(groups, map(key_fn, batch))``, the loop in C; an identity key
+    function, `is_identity`, is not even called: ``Counter.update(groups, batch)``); a global
+    aggregate (no key) whose operation has ``accumulate_all`` folds each batch in one call of
+    that; other operations go item by item through ``create`` and ``accumulate``.
+    """
 
     def __init__(self, key_fn: Callable[[Any], Hashable], op: AggregateOperation, finish: bool = False,
                  values_only: bool = False, emit_empty: bool = False):
         super().__init__(op, finish, values_only, emit_empty)
         self.key_fn = key_fn
+        self._fold_all = op.accumulate_all if key_fn is _no_key else None
+        self._fold_groups = op.accumulate_groups if self._fold_all is None else None
+        self._group_key = _identity if is_identity(key_fn) else key_fn  # the kernels skip the identity
+
+    @property
+    def batch_kernel(self) -> str | None:
+        """Which batch path `process` takes: ``"accumulate_groups"``, ``"accumulate_all"`` or None
+        (item by item)."""
+        return "accumulate_all" if self._fold_all is not None else \
+            "accumulate_groups" if self._fold_groups is not None else None
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
+        fold_groups = self._fold_groups
+        if fold_groups is not None:
+            fold_groups(self.groups, self._group_key, inbox.take())
+            return
+        fold_all = self._fold_all
+        if fold_all is not None:
+            batch = inbox.take()
+            if batch:
+                acc = self.groups.get(None, _MISSING)
+                self.groups[None] = fold_all(self.op.create() if acc is _MISSING else acc, batch)
+            return
         groups = self.groups
         key_fn = self.key_fn
         create = self.op.create
