@@ -88,10 +88,13 @@ class JobStatus(enum.Enum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    #: a job with a processing guarantee stopped by ``suspend()`` after a terminal snapshot:
+    #: no thread runs until ``resume()``
+    SUSPENDED = "suspended"
 
     @property
     def is_terminal(self) -> bool:
-        return self is not JobStatus.RUNNING
+        return self is not JobStatus.RUNNING and self is not JobStatus.SUSPENDED
 
 
 class Job:
@@ -196,6 +199,17 @@ class Job:
                 continue
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return not self.live_threads()
+
+    def suspend(self, timeout: float | None = 30.0) -> None:
+        """Take a terminal snapshot and stop every thread of the job (Jet's ``suspend``); only a
+        job with a processing guarantee can (`jetbench.core.snapshot.FaultTolerantJob`)."""
+        raise JetbenchError(f"job {self.name!r} takes no snapshots (processing_guarantee='none'), so it cannot be "
+                            "suspended; submit it with JobConfig(processing_guarantee='exactly_once') or "
+                            "'at_least_once'")
+
+    def resume(self) -> None:
+        """Go on from the snapshot ``suspend()`` took; only a suspended job can."""
+        raise JetbenchError(f"job {self.name!r} is {self._status.value}: only a suspended job resumes")
 
     def live_threads(self) -> list[threading.Thread]:
         """The job's worker and sampler threads still alive."""

@@ -69,6 +69,33 @@ class QueueStatistics:
 
 
 @dataclass(frozen=True)
+class SnapshotStatistics:
+    """The snapshots of a job with a processing guarantee (``JobMetrics.snapshots``).
+
+    ``snapshots_taken`` counts the snapshots stored, ``snapshots_failed`` those the store
+    refused; ``last_snapshot_id`` (0: none yet), ``last_duration_ms`` (from its start until it
+    was stored), ``last_sizes`` (bytes per vertex in the store) and ``last_age_s`` (seconds since
+    it started, on the job clock) describe the newest stored one; ``restarts`` the executions
+    started again after a failure; ``restored_from`` the snapshot the current execution started
+    from (0: from the start)."""
+
+    guarantee: str
+    snapshots_taken: int
+    snapshots_failed: int
+    last_snapshot_id: int
+    last_duration_ms: float
+    last_sizes: dict[str, int]
+    last_age_s: float | None
+    restarts: int
+    restored_from: int
+
+    @property
+    def last_size_bytes(self) -> int:
+        """The newest stored snapshot's size, all vertices together."""
+        return sum(self.last_sizes.values())
+
+
+@dataclass(frozen=True)
 class JobMetrics:
     """A snapshot of a job's counters at ``elapsed_s`` after submission."""
 
@@ -79,6 +106,8 @@ class JobMetrics:
     workers: tuple[WorkerStatistics, ...]
     #: ``(source, destination, destination ordinal)`` of each DAG edge, in the DAG's order
     edges: tuple[tuple[str, str, int], ...] = ()
+    #: the job's snapshots, when it has a processing guarantee (else None)
+    snapshots: SnapshotStatistics | None = None
 
     def tasklet(self, vertex: str, index: int = 0) -> TaskletStatistics:
         for t in self.tasklets:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .clock import Clock
@@ -33,6 +33,7 @@ from .errors import JetbenchError, JobError
 from .items import BroadcastKey
 from .job import Job, JobStatus
 from .job_config import JobConfig
+from .metrics import JobMetrics, SnapshotStatistics
 from .plan import JobPlan
 from .processor import Processor
 from .snapshot_store import SnapshotData, SnapshotStore, VertexState
@@ -231,7 +232,9 @@ class FaultTolerantJob(Job):
         self._coordinator: SnapshotCoordinator | None = None
         self._next_plan: JobPlan | None = None
         self._blocking: dict[int, Any] = {}  # the execution's blocking workers, by id(tasklet)
-        self._thread = threading.Thread(target=self._coordinate, name=f"jetbench.{name}.coordinator", daemon=True)
+        self._suspending = False  # suspend(): the execution ends after its terminal snapshot
+        self._lifecycle = threading.RLock()  # one suspend / resume / cancel at a time
+        self._thread = self._new_coordinator_thread()
 
     # -- public --------------------------------------------------------------------------------
 
@@ -241,6 +244,23 @@ class FaultTolerantJob(Job):
         good = [r for r in self.snapshot_history if r.success]
         return good[-1] if good else None
 
+    def snapshot_statistics(self) -> SnapshotStatistics:
+        """The job's snapshot figures now: taken, failed, the last one's id, duration, size per
+        vertex and age, restarts (also in `metrics`)."""
+        history = list(self.snapshot_history)
+        good = [r for r in history if r.success]
+        last = good[-1] if good else None
+        return SnapshotStatistics(
+            self.config.processing_guarantee, len(good), len(history) - len(good),
+            last.snapshot_id if last else 0, last.duration_s * 1000 if last else 0.0,
+            dict(last.sizes) if last else {},
+            (self.clock.monotonic() if self.end_time is None else self.end_time) - last.started if last else None,
+            self.restarts, self.restored_from)
+
+    def metrics(self) -> JobMetrics:
+        """`Job.metrics` with the job's `SnapshotStatistics` (``snapshots``)."""
+        return replace(super().metrics(), snapshots=self.snapshot_statistics())
+
     def export_snapshot(self, name: str, timeout: float | None = 30.0) -> SnapshotRecord:
         """Take a snapshot now and keep it in the store under ``name`` (Jet's
         ``exportSnapshot``): ``JobConfig(initial_snapshot=name)`` starts a job from it, also
@@ -248,11 +268,65 @@ class FaultTolerantJob(Job):
         if not isinstance(name, str) or not name or name.startswith("job/"):
             raise JetbenchError(f"export_snapshot: the name must be a non-empty string not starting with 'job/', "
                                 f"got {name!r}")
+        self._snapshot_now(f"to export as {name!r}", "exports a snapshot", timeout)
+        self.store.export(self.owner, name)
+        record = self.last_snapshot
+        assert record is not None
+        return record
+
+    def suspend(self, timeout: float | None = 30.0) -> None:
+        """Take a terminal snapshot, then stop every thread of the job (Jet's ``suspend``):
+        `status` is SUSPENDED and no thread of the job is left until `resume`. Waits (at most
+        ``timeout`` seconds for the snapshot, as long again for the threads to end); a
+        `JetbenchError` for a job without a guarantee or one that is not running. A job whose
+        every tasklet finished on its own before it stopped is COMPLETED instead."""
+        with self._lifecycle:
+            self._snapshot_now("to suspend from", "can be suspended", timeout)
+            with self._lock:
+                self._suspending = True
+                self.terminating = True  # every worker leaves on its next turn
+            self._notify()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                raise JetbenchError(f"job {self.name!r}: its threads did not end within {timeout} s of the "
+                                    f"terminal snapshot")
+
+    def resume(self) -> None:
+        """Restart a suspended job from its terminal snapshot (Jet's ``resume``): the same
+        handle, `status` RUNNING again."""
+        with self._lifecycle:
+            if self._status is not JobStatus.SUSPENDED:
+                raise JetbenchError(f"job {self.name!r} is {self._status.value}: only a suspended job resumes")
+            restore = self.store.load(self.owner)
+            if restore is None:
+                raise JetbenchError(f"job {self.name!r}: its terminal snapshot is no longer in {self.store.path!r}")
+            plan = self.prepare(restore)
+            with self._lock:
+                self._suspending = False
+                self.terminating = False
+                self._status = JobStatus.RUNNING
+            self._next_plan = plan
+            self._thread = self._new_coordinator_thread()
+            self._thread.start()
+
+    def cancel(self) -> None:
+        with self._lifecycle:
+            suspended = self._status is JobStatus.SUSPENDED
+            super().cancel()
+            if suspended:  # no thread runs: end the job here
+                self._finalizing = True
+                self._forget_snapshots()
+                Job._finish(self)
+
+    def _snapshot_now(self, what: str, action: str, timeout: float | None) -> None:
+        """Ask for a snapshot and wait (at most ``timeout`` s) until it is in the store."""
         if not self.config.snapshots:
-            raise JetbenchError(f"job {self.name!r} takes no snapshots (processing_guarantee='none')")
+            raise JetbenchError(f"job {self.name!r} takes no snapshots (processing_guarantee='none'); only a job "
+                                f"with a processing guarantee {action}")
         coordinator = self._coordinator
-        if coordinator is None or self.is_done:
-            raise JetbenchError(f"job {self.name!r} is {self.status.value}: only a running job exports a snapshot")
+        if coordinator is None or self.is_done or self._status is not JobStatus.RUNNING or self.terminating:
+            status = "restarting" if self._status is JobStatus.RUNNING and not self.is_done else self.status.value
+            raise JetbenchError(f"job {self.name!r} is {status}: only a running job {action}")
         with coordinator.cond:
             wanted = coordinator.requested_id
             self._export_wanted = max(self._export_wanted, wanted + 1)
@@ -260,12 +334,11 @@ class FaultTolerantJob(Job):
             ok = coordinator.cond.wait_for(lambda: self._stored_id > wanted or self._execution_over.is_set()
                                            or self._coordinator is not coordinator, timeout)
         if not ok or self._stored_id <= wanted:
-            raise JetbenchError(f"job {self.name!r}: no snapshot was stored to export as {name!r} "
+            raise JetbenchError(f"job {self.name!r}: no snapshot was stored {what} "
                                 f"({'timed out' if not ok else 'the execution ended first'})")
-        self.store.export(self.owner, name)
-        record = self.last_snapshot
-        assert record is not None
-        return record
+
+    def _new_coordinator_thread(self) -> threading.Thread:
+        return threading.Thread(target=self._coordinate, name=f"jetbench.{self.name}.coordinator", daemon=True)
 
     def live_threads(self) -> list[threading.Thread]:
         threads = super().live_threads()
@@ -337,6 +410,7 @@ class FaultTolerantJob(Job):
         self._thread.start()
 
     def _coordinate(self) -> None:
+        suspended = False
         try:
             plan = self._next_plan
             self._next_plan = None
@@ -352,6 +426,14 @@ class FaultTolerantJob(Job):
                     self.sampler.join()
                     self.sampler = None
                 failure = self._execution_failure
+                if self._suspending and self._failure is None and not self._all_finished():
+                    if failure is not None:  # failed after the terminal snapshot: resume restores it
+                        self.failures.append(failure)
+                    self._execution_failure = None
+                    with self._lock:
+                        self._status = JobStatus.SUSPENDED
+                    suspended = True
+                    break
                 if failure is None or self._failure is not None:
                     break
                 self.failures.append(failure)
@@ -384,12 +466,22 @@ class FaultTolerantJob(Job):
             for w in self.workers:
                 w.thread.join()
         finally:
-            self._finalizing = True
-            try:
-                self.store.delete(self.owner)
-            except Exception as exc:
-                _log.warning("job %r: its snapshots could not be removed from %r: %s", self.name, self.store.path, exc)
-            Job._finish(self)
+            if not suspended:
+                self._finalizing = True
+                self._forget_snapshots()
+                Job._finish(self)
+
+    def _all_finished(self) -> bool:
+        """Whether every tasklet of the execution finished on its own (not stopped)."""
+        coordinator = self._coordinator
+        return coordinator is not None and all((t.vertex_name, t.index) in coordinator.finished_entries
+                                               for t in coordinator.tasklets)
+
+    def _forget_snapshots(self) -> None:
+        try:
+            self.store.delete(self.owner)
+        except Exception as exc:
+            _log.warning("job %r: its snapshots could not be removed from %r: %s", self.name, self.store.path, exc)
 
     def _history_error(self, last: JobError) -> JobError:
         lines = [f"job {self.name!r} failed {len(self.failures)} times (max_restarts={self.config.max_restarts}); "
