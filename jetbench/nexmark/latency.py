@@ -14,13 +14,35 @@ from typing import Any
 from ..core.inbox import Inbox
 from ..pipeline.connectors import Sink
 from ..processors.latency_sink import LATENCY_SAMPLE_LIMIT, LatencySinkP, summarize_latency
+from ..processors.snapshotting import instance_key, own_values
 from ..processors.supplier import ProcessorSupplier
 
 
 class SettledLatencySinkP(LatencySinkP):
+    """`LatencySinkP` counting apart the results stamped later than their arrival.
+
+    Snapshots: the latency sink's state, then the ``flushed`` count under this instance's own
+    key; a restored instance adds up what the instances it stands for counted."""
+
     def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT):
         super().__init__(limit)
         self.flushed = 0
+        self._base_saved = False  # this snapshot's latency state is in; the count is still to go
+
+    def save_to_snapshot(self) -> bool:
+        if not self._base_saved:
+            if not super().save_to_snapshot():
+                return False
+            self._base_saved = True
+        if not self.outbox.offer_to_snapshot(instance_key("SettledLatencySinkP", self.context), self.flushed):
+            return False
+        self._base_saved = False
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        mine, _, rest = own_values(inbox, "SettledLatencySinkP", self.context)
+        self.flushed += sum(mine)
+        super().restore_from_snapshot(Inbox(rest))
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         now = self.context.clock.time_ns() / 1e6

@@ -134,3 +134,14 @@ def test_a_nexmark_job_with_exactly_once_gives_the_plain_result(tmp_path):
 
     assert sorted(map(repr, job("exactly_once"))) == sorted(map(repr, job("none")))
     assert NexmarkSourceP.snapshot_support == "supported"
+
+
+def test_the_settled_latency_sink_keeps_its_flushed_count_across_snapshots():
+    from jetbench.nexmark.latency import SettledLatencySinkP
+
+    items = [(0, "a"), (4e15, "flushed"), (5, "b"), (6e15, "flushed"), (7, "c")]
+    report = verify_processor(SettledLatencySinkP, input=items, output_ordinals=0, assert_output=lambda output: None)
+    _snapshot_modes_ran(report)
+    for run in report.runs:
+        part = run.processor.result_part()
+        assert (part[0], part[4]) == (3, 2), run.mode
