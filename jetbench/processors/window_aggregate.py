@@ -42,7 +42,7 @@ from ..core.inbox import Inbox
 from ..core.items import Watermark
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
-from .aggregate_operation import AggregateOperation, require_operation
+from .aggregate_operation import AggregateOperation, _identity, is_identity, require_operation
 from .builder_kind import (
     AGGREGATE_IMPORT,
     OP,
@@ -85,8 +85,9 @@ class SlidingWindowP(Processor):
     keep one running accumulator per key (``op.deduct`` available: combine the leading frame,
     deduct the trailing one) or recombine all frames of each window. Frames no longer part of
     a future window are evicted. The watermark is forwarded after all its results went out.
-    Unkeyed windows whose operation has ``accumulate_all`` fold whole batches at once
-    (`folds_batches`).
+    Unkeyed windows whose operation has ``accumulate_all``, and keyed ones whose operation has
+    ``accumulate_groups``, fold a whole batch at once when its events all fall in one frame
+    (`folds_batches`; not in running mode).
 
     Snapshots: one entry per (frame, key) accumulator and per running accumulator, under the
     window key (so each goes back to the instance that owns the key), and the instance's
@@ -124,8 +125,11 @@ class SlidingWindowP(Processor):
         self._running: dict[Hashable, list[Any]] = {}
         # An identity finish would hand the running accumulator out while we keep mutating it.
         self._running_value = self._copy_of if op.finish is None else op.finish
-        # whole-batch folding: global (no key) windows without a running accumulator
-        self._fold_batches = key_fn is None and op.accumulate_all is not None and not self._running_mode
+        # whole-batch folding, without a running accumulator: global (no key) windows through
+        # accumulate_all, keyed ones through accumulate_groups (an identity key is not called)
+        batch_path = op.accumulate_all if key_fn is None else op.accumulate_groups
+        self._fold_batches = batch_path is not None and not self._running_mode
+        self._group_key = _identity if is_identity(key_fn) else key_fn
         self.late_events_dropped = 0
         self._saver = EntrySaver()
         self._restored: list[list[Any]] = [[], []]  # progress entries restored: this instance's, every one's
@@ -133,7 +137,8 @@ class SlidingWindowP(Processor):
 
     @property
     def folds_batches(self) -> bool:
-        """True when each input batch is folded at once (``op.accumulate_all``), not item by item."""
+        """True when an input batch within one frame is folded at once (``op.accumulate_all``, keyed:
+        ``op.accumulate_groups``), not item by item."""
         return self._fold_batches
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
@@ -190,6 +195,12 @@ class SlidingWindowP(Processor):
         frame = self.frames.get(fs)
         if frame is None:
             frame = self.frames[fs] = {}
+        group_key = self._group_key
+        if group_key is not None:
+            accumulate_groups = self.op.accumulate_groups
+            assert accumulate_groups is not None  # _fold_batches requires it
+            accumulate_groups(frame, group_key, list(map(_second, batch)))
+            return True
         acc = frame.get(None, _MISSING)
         accumulate_all = self.op.accumulate_all
         assert accumulate_all is not None  # _fold_batches requires it

@@ -11,7 +11,9 @@ import operator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from window_helpers import drive
 
+from jetbench.core.items import Watermark
 from jetbench.processors import (
     accumulate_by_key,
     aggregate_by_key,
@@ -35,6 +37,8 @@ from jetbench.processors.aggregate_operation import (
     top_n,
 )
 from jetbench.processors.aggregation import AccumulateByKeyP
+from jetbench.processors.window_aggregate import SlidingWindowP
+from jetbench.processors.window_definition import sliding, tumbling
 from jetbench.testing import verify_processor
 
 key_of = operator.itemgetter(0)
@@ -222,3 +226,38 @@ def test_processors_give_the_per_item_results(label, make):
         assert normal(output) == expected
 
     verify_processor(supplier_of(fresh()), input=data, assert_output=check)
+
+
+# -- keyed windows: a batch within one frame folds through accumulate_groups --------------------
+
+
+@pytest.mark.parametrize("label", ["counting()", "summing(value)", "min_by(value)", "to_list()", "to_set()"])
+@pytest.mark.parametrize("window", ["tumbling", "sliding"])
+@settings(deadline=None, max_examples=40)
+@given(
+    events=st.lists(st.tuples(st.integers(0, 30), items), max_size=120),
+    size=st.integers(1, 60),
+    lag=st.integers(0, 40),
+    batch=st.sampled_from([1, 3, 1024]),
+)
+def test_keyed_window_folding_equals_item_by_item(label, window, events, size, lag, batch):
+    op = WITH_BATCH[label]
+    definition = tumbling(size) if window == "tumbling" else sliding(size * 2, size)
+    steps, ts = [], 0
+    for i, (gap, item) in enumerate(events):
+        ts += gap
+        steps.append((ts - (i % 3) * lag // 2, item))  # mostly ordered, some stragglers
+        if i % 13 == 12:
+            steps.append(Watermark(ts - lag))
+    fast = SlidingWindowP(key_of, op, definition)
+    slow = SlidingWindowP(key_of, _per_item(op), definition)
+    assert fast.folds_batches == (op.deduct is None or window == "tumbling") and not slow.folds_batches
+    assert drive(fast, steps, batch) == drive(slow, steps, batch)
+    assert fast.late_events_dropped == slow.late_events_dropped
+
+
+def test_keyed_window_with_identity_key():
+    steps = [(t, w) for t, w in enumerate("abacbba")] + [Watermark(100)]
+    fast = SlidingWindowP(word, counting(), tumbling(4))
+    assert fast.folds_batches and fast._group_key is _identity
+    assert drive(fast, steps) == drive(SlidingWindowP(word, _per_item(counting()), tumbling(4)), steps)
