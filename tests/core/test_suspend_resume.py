@@ -186,3 +186,39 @@ def test_a_fresh_job_has_no_snapshot_yet(tmp_path):
     assert stats is not None and stats.snapshots_taken == 0 and stats.last_snapshot_id == 0
     assert stats.last_sizes == {} and stats.last_age_s is None and stats.last_size_bytes == 0
     job.stop()
+
+
+def test_a_new_job_can_start_from_a_suspended_jobs_terminal_snapshot(tmp_path):
+    expected = Counter({k: len(range(k, N, KEYS)) for k in range(KEYS)})
+    store = tmp_path / "s.sqlite"
+    config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=store)
+    job = ExecutionService().submit(_keyed_count(8_000), name="suspended", config=config)
+    assert isinstance(job, FaultTolerantJob)
+    _wait_for_snapshot(job)
+    job.suspend()
+    # as a new process would after this one exited: start from the snapshot the suspended job left
+    again = ExecutionService().submit(_keyed_count(1e9), config=JobConfig(
+        "exactly_once", snapshot_store=store, initial_snapshot="job/suspended"))
+    assert Counter(dict(again.join(30))) == expected
+    job.cancel()
+    assert not _jetbench_threads()
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.002, 0.01, 0.03])
+def test_suspend_racing_the_end_of_a_short_job_never_hangs_nor_loses_an_item(tmp_path, delay):
+    dag = DAG()
+    src = dag.new_vertex("src", generator_source(1e9, timestamped=False, count=2_000))
+    agg = dag.new_vertex("agg", aggregate_by_key(_key, counting()))
+    dag.edge(Edge.between(src, agg).partitioned(_key)).edge(Edge.between(agg, dag.new_vertex("out", collect_sink())))
+    config = JobConfig("exactly_once", snapshot_interval_ms=1, snapshot_store=tmp_path / "s.sqlite")
+    job = ExecutionService(cooperative_threads=2).submit(dag, config=config)
+    time.sleep(delay)
+    try:
+        job.suspend(timeout=10)
+    except JetbenchError as exc:
+        assert "only a running job can be suspended" in str(exc) or "no snapshot was stored" in str(exc)
+    if job.status is JobStatus.SUSPENDED:
+        assert not _jetbench_threads()
+        job.resume()
+    assert Counter(dict(job.join(30))) == Counter({k: len(range(k, 2_000, KEYS)) for k in range(KEYS)})
+    assert not _jetbench_threads()
