@@ -8,7 +8,9 @@ elapsed, error and vertex on failure) and exits. Commands from the front end go 
 (also while a cell waits in ``job.join()`` or ``run()``: `jetbench.notebook.kernel_wait`)
 through its API: the idle bounds through ``job.service.set_idle`` (applied to running workers
 at their next park), the idle strategy through ``job.service.set_idle_strategy`` when the service
-has one, cancel through ``job.cancel()``.
+has one, cancel through ``job.cancel()``, suspend and resume (a job with a processing guarantee)
+through ``job.suspend()`` / ``job.resume()``. Such a job's state also carries its snapshot
+figures (last snapshot id, age, duration, size; snapshots taken; restarts).
 """
 
 from __future__ import annotations
@@ -146,6 +148,29 @@ class Dashboard(anywidget.AnyWidget):
         """Cancel the job (its threads and this dashboard's sampler then end)."""
         self.job.cancel()
 
+    def suspend(self) -> None:
+        """Suspend the job (``job.suspend()``: a terminal snapshot, then its threads end); a job
+        without a processing guarantee, or not running, leaves the reason in ``control_error``.
+        The sampler goes on: the view shows the status "suspended" until `resume`."""
+        self._lifecycle_call("suspend")
+
+    def resume(self) -> None:
+        """Resume a suspended job from its terminal snapshot (``job.resume()``)."""
+        self._lifecycle_call("resume")
+
+    def _lifecycle_call(self, name: str) -> None:
+        method = getattr(self.job, name, None)
+        if not callable(method):
+            self.control_error = f"job {self.job.name!r} has no processing guarantee: it cannot {name}"
+            return
+        try:
+            method()
+        except Exception as exc:
+            self.control_error = str(exc)
+        else:
+            self.control_error = ""
+        self._wake.set()  # show the new status now, not at the next tick
+
     def join(self, timeout: float | None = None) -> None:
         """Wait for the sampler thread (it ends right after the job, or on `stop`)."""
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -245,6 +270,7 @@ class Dashboard(anywidget.AnyWidget):
                 if next_tick < now:  # fell behind (a slow tick): don't burst to catch up
                     next_tick = now + interval
                 self._wake.wait(next_tick - now)
+                self._wake.clear()  # an early wake (suspend, resume) is used once; the job's end is seen below
                 if self._closing:
                     return
                 done = self.job.is_done
@@ -288,6 +314,10 @@ class Dashboard(anywidget.AnyWidget):
         cmd = content.get("cmd")
         if cmd == "cancel":
             self.cancel()
+        elif cmd == "suspend":
+            self.suspend()
+        elif cmd == "resume":
+            self.resume()
         elif cmd == "set_strategy":
             self.set_strategy(str(content.get("strategy")))
         elif cmd == "set_idle":

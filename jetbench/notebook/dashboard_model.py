@@ -27,6 +27,7 @@ from .progress import job_ends
 
 if TYPE_CHECKING:
     from ..core import Job, JobMetrics
+    from ..core.metrics import SnapshotStatistics
 
 #: What each tasklet state reads as in the table (`jetbench.core.tasklet.TaskletState`).
 STATE_WORDS = {
@@ -92,6 +93,25 @@ def _known_strategies() -> list[str]:
 
 def _r(x: float, nd: int = 1) -> float:
     return round(float(x), nd)
+
+
+def snapshot_state(s: SnapshotStatistics | None) -> dict[str, Any] | None:
+    """The fault-tolerance figures the dashboard shows (None for a job without a guarantee):
+    the last stored snapshot's id, age, duration and size, the snapshots taken and failed,
+    the restarts and the snapshot the current execution was restored from."""
+    if s is None:
+        return None
+    return {
+        "guarantee": s.guarantee,
+        "taken": s.snapshots_taken,
+        "failed": s.snapshots_failed,
+        "last_id": s.last_snapshot_id,
+        "last_age_s": None if s.last_age_s is None else _r(s.last_age_s, 2),
+        "last_duration_ms": _r(s.last_duration_ms, 1),
+        "last_size_bytes": s.last_size_bytes,
+        "restarts": s.restarts,
+        "restored_from": s.restored_from,
+    }
 
 
 class Timeline:
@@ -291,6 +311,8 @@ class DashboardModel:
                 "sinks_in": sum(r["in"] for r in tasklet_rows if r["vertex"] in sinks),
             },
             "idle": self._idle(),
+            "snapshots": snapshot_state(m.snapshots),
+            "lifecycle": self._lifecycle(m, final),
         }
         return state
 
@@ -387,6 +409,12 @@ class DashboardModel:
         if callable(getattr(service, "set_idle_strategy", None)):
             state["strategies"] = list(getattr(service, "idle_strategies", None) or _known_strategies())
         return state
+
+    def _lifecycle(self, m: JobMetrics, final: bool) -> dict[str, bool]:
+        """Which of Suspend / Resume apply now: only a job with a processing guarantee (one
+        whose handle has ``suspend``) suspends while running and resumes while suspended."""
+        able = m.snapshots is not None and callable(getattr(self.job, "suspend", None)) and not final
+        return {"can_suspend": able and m.status == "running", "can_resume": able and m.status == "suspended"}
 
     def _error(self) -> dict[str, Any] | None:
         failure = self.job.failure

@@ -104,7 +104,7 @@ class JobCounts:
         m = job.metrics()
         sources, sinks = job_ends(job, m)
         error = vertex = None
-        failure = job.failure if m.status != "running" else None
+        failure = job.failure if m.status not in ("running", "suspended") else None
         if failure is not None:
             error = str(failure).splitlines()[0] if str(failure) else type(failure).__name__
             vertex = getattr(failure, "vertex", None)
@@ -117,7 +117,9 @@ class JobCounts:
 
     @property
     def done(self) -> bool:
-        return self.status != "running"
+        """Whether the job has ended: a suspended job has not (``join`` waits on through a
+        suspension until it is resumed and ends, or is cancelled)."""
+        return self.status not in ("running", "suspended")
 
 
 def _n(x: float) -> str:
@@ -136,6 +138,8 @@ def summary(c: JobCounts, rate: float | None = None) -> str:
         head = f"jetbench · job {c.job!r} {verb} {c.elapsed_s:.1f} s"
         if c.error_vertex:
             head += f" in vertex {c.error_vertex!r}"
+    elif c.status == "suspended":
+        head = f"jetbench · job {c.job!r} suspended at {c.elapsed_s:.1f} s (waiting for resume)"
     else:
         head = f"jetbench · job {c.job!r} running {c.elapsed_s:.1f} s"
     speed = f"{_n(avg)} items/s on average" if c.done else f"{_n(avg if rate is None else rate)} items/s"

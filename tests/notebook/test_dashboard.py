@@ -13,10 +13,19 @@ import pytest
 
 from jetbench import DAG, Edge, ExecutionService, JobCancelled, JobError, Processor
 from jetbench.core.clock import MockClock
+from jetbench.core.job import JobStatus
+from jetbench.core.job_config import JobConfig
 from jetbench.notebook import Dashboard
 from jetbench.notebook.dashboard_model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, Timeline
 from jetbench.notebook.headless import recording_comms
-from jetbench.processors import collect_sink, items_source, map_processor, noop_sink
+from jetbench.processors import (
+    aggregate_by_key,
+    collect_sink,
+    counting,
+    items_source,
+    map_processor,
+    noop_sink,
+)
 from jetbench.processors.generator_source import generator_source
 
 
@@ -304,6 +313,115 @@ def test_cancel_from_the_front_end_ends_job_and_threads():
     assert dash.state["status"] == "cancelled" and dash.state["final"] is True
     assert dash.state["error"]["type"] == "JobCancelled"
     assert not [t for t in threading.enumerate() if t.name.startswith("jetbench.endless")]
+
+
+# ------------------------------------------------------------------------------ fault tolerance
+
+
+def keyed_count_dag(rate: float, count: int) -> DAG:
+    """source (``rate`` items/s) -> count per key (x2, partitioned) -> collect: state to snapshot."""
+    dag = DAG()
+    src = dag.new_vertex("source", generator_source(rate, timestamped=False, count=count), local_parallelism=1)
+    agg = dag.new_vertex("count", aggregate_by_key(_mod7, counting()), local_parallelism=2)
+    out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
+    dag.edge(Edge.between(src, agg).partitioned(_mod7)).edge(Edge.between(agg, out))
+    return dag
+
+
+def _mod7(x: int) -> int:
+    return x % 7
+
+
+def _wait_until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def _acks(comm) -> list[int]:
+    return [m["data"]["content"]["ack"] for m in comm.messages
+            if m["data"].get("method") == "custom" and "ack" in (m["data"].get("content") or {})]
+
+
+def test_state_carries_the_snapshot_figures_of_an_exactly_once_job(tmp_path):
+    config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=tmp_path / "s.sqlite")
+    job = ExecutionService(cooperative_threads=2).submit(keyed_count_dag(5000, 6000), name="ft", config=config)
+    dash = Dashboard(job, interval_s=0.05)
+    _wait_until(lambda: (dash.state.get("snapshots") or {}).get("taken", 0) >= 2, what="two snapshots in the state")
+    s = dash.state
+    ft = s["snapshots"]
+    assert ft["guarantee"] == "exactly_once" and ft["failed"] == 0 and ft["restarts"] == 0
+    assert ft["last_id"] >= 2 and ft["last_size_bytes"] > 0 and ft["last_duration_ms"] >= 0
+    assert ft["last_age_s"] is not None and 0 <= ft["last_age_s"] < 5
+    figures = job.metrics().snapshots
+    assert figures is not None and figures.last_snapshot_id >= ft["last_id"]
+    assert s["lifecycle"] == {"can_suspend": True, "can_resume": False}
+    json.dumps(s, allow_nan=False)  # what the comm sends
+    assert len(dict(job.join(30))) == 7
+    dash.join(2)
+    final = dash.state
+    assert final["final"] and final["snapshots"]["guarantee"] == "exactly_once"
+    assert final["lifecycle"] == {"can_suspend": False, "can_resume": False}
+
+
+def test_a_job_without_a_guarantee_shows_no_snapshots_and_refuses_suspend():
+    with recording_comms(keep=True):
+        job = ExecutionService().submit(paced_dag(rate=2000, count=None), name="plain")
+        dash = Dashboard(job, interval_s=0.05)
+    assert dash.state["snapshots"] is None
+    assert dash.state["lifecycle"] == {"can_suspend": False, "can_resume": False}
+    try:
+        send_from_front_end(dash, {"method": "custom", "content": {"cmd": "suspend", "id": 7}})
+        assert "processing_guarantee" in dash.control_error and not job.is_done
+        assert job.status.value == "running" and _acks(dash.comm) == [7]
+    finally:
+        job.cancel()
+        with pytest.raises(JobCancelled):
+            job.join(5)
+        dash.join(2)
+
+
+def test_suspend_and_resume_from_the_front_end(tmp_path):
+    config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=tmp_path / "s.sqlite")
+    with recording_comms(keep=True):
+        job = ExecutionService(cooperative_threads=2).submit(keyed_count_dag(6000, 9000), name="pausable",
+                                                             config=config)
+        dash = Dashboard(job, interval_s=0.05)
+    try:
+        _suspend_and_resume(job, dash, dash.comm)
+    finally:
+        job.cancel()  # after a failure only: a completed job ignores it
+        dash.join(2)
+    assert not [t for t in threading.enumerate() if t.name.startswith("jetbench.pausable")]
+
+
+def _suspend_and_resume(job, dash, comm) -> None:
+    _wait_until(lambda: job.last_snapshot is not None, what="a first snapshot")
+    send_from_front_end(dash, {"method": "custom", "content": {"cmd": "suspend", "id": 1}})
+    assert dash.control_error == "" and _acks(comm) == [1]
+    assert job.status is JobStatus.SUSPENDED and not job.is_done
+    assert not [t for t in threading.enumerate() if t.name.startswith("jetbench.pausable") and "dashboard" not in t.name]
+    _wait_until(lambda: dash.state["status"] == "suspended", what="the suspended status in the state")
+    s = dash.state
+    assert s["final"] is False and s["lifecycle"] == {"can_suspend": False, "can_resume": True}
+    taken = s["snapshots"]["taken"]
+    assert taken >= 2 and s["snapshots"]["last_id"] == job.snapshot_statistics().last_snapshot_id
+    # suspending again is refused with the reason, and acknowledged
+    send_from_front_end(dash, {"method": "custom", "content": {"cmd": "suspend", "id": 2}})
+    assert "suspended" in dash.control_error and _acks(comm) == [1, 2]
+    time.sleep(0.15)  # the sampler goes on; nothing of the job runs meanwhile
+    assert dash.is_sampling and dash.state["snapshots"]["taken"] == taken
+    send_from_front_end(dash, {"method": "custom", "content": {"cmd": "resume", "id": 3}})
+    assert dash.control_error == "" and _acks(comm) == [1, 2, 3]
+    assert job.status is JobStatus.RUNNING
+    _wait_until(lambda: dash.state["status"] == "running", what="the running status again")
+    assert dash.state["lifecycle"] == {"can_suspend": True, "can_resume": False}
+    assert dash.state["snapshots"]["restored_from"] == job.restored_from > 0
+    result = dict(job.join(30))
+    assert result == {k: len(range(k, 9000, 7)) for k in range(7)}  # exactly once through the suspension
+    dash.join(2)
+    assert dash.state["status"] == "completed" and dash.state["final"] is True
 
 
 def test_stop_ends_the_sampler_while_the_job_goes_on():

@@ -13,6 +13,7 @@ import pytest
 from nbclient import NotebookClient
 
 from jetbench import ExecutionService, Pipeline, sinks, sources
+from jetbench.core.errors import JobTimeout
 from jetbench.notebook import progress
 from jetbench.notebook.progress import (
     JobCounts,
@@ -67,6 +68,48 @@ def test_summary_names_sources_sinks_and_the_end():
     assert (counts.sources_out, counts.sinks_in, counts.status) == (50, 50, "completed")
     assert summary(counts).startswith("jetbench · job 'tiny' completed in ")
     assert "sources emitted 50 · sinks received 50" in summary(counts)
+
+
+class _Recorder(progress.Reporter):
+    """A reporter that records what it was asked to show."""
+
+    def __init__(self, job):
+        super().__init__(job, interval_s=0.0, delay_s=0.0)
+        self.seen: list[tuple[str, str]] = []
+
+    def show(self, counts):
+        self.seen.append(("show", counts.status))
+
+    def update(self, counts, rate):
+        self.seen.append(("update", counts.status))
+
+    def finish(self, counts, on_waiting_thread):
+        self.seen.append(("finish", counts.status))
+
+
+def test_a_suspended_job_is_not_done_and_its_line_is_not_frozen(tmp_path):
+    from jetbench.core.job_config import JobConfig
+
+    config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=tmp_path / "s.sqlite")
+    job = ExecutionService(cooperative_threads=1).submit(pipeline(3000, 5000).to_dag(), name="held", config=config)
+    reporter = _Recorder(job)
+    reporter.tick()
+    job.suspend()
+    counts = JobCounts.of(job)
+    assert counts.status == "suspended" and not counts.done and counts.error is None
+    line = summary(counts, rate=0.0)
+    assert line.startswith("jetbench · job 'held' suspended at ") and "waiting for resume" in line
+    assert line.endswith(" 0 items/s"), line  # a live rate, not a whole-run average
+    # join waits on through a suspension (here until its timeout): the job is not over
+    with pytest.raises(JobTimeout, match="still suspended"):
+        job.join(0.05, progress=False)
+    reporter._next = 0.0
+    reporter.tick()
+    reporter.close(finished=False)
+    assert reporter.seen[-1] == ("update", "suspended") and not reporter.closed
+    job.resume()
+    assert len(job.join(30, progress=False)) == 3000
+    assert reporter.seen[-1] == ("finish", "completed") and reporter.closed
 
 
 def test_tqdm_bar_on_stderr_of_a_script(tmp_path):

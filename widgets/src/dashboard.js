@@ -2,7 +2,8 @@
 //
 // No dependencies: plain DOM, SVG for the plots. The kernel sends the whole view as one `state`
 // trait per tick (bounded size); this module only draws it. Controls write the `min_idle_us` /
-// `max_idle_us` traits (the kernel applies them to the running executor) or send {cmd: "cancel"}.
+// `max_idle_us` traits (the kernel applies them to the running executor) or send {cmd: "cancel"},
+// {cmd: "suspend"} / {cmd: "resume"} (a job with a processing guarantee).
 
 const NS = "http://www.w3.org/2000/svg";
 const PALETTE = ["#3b8fd9", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
@@ -33,6 +34,37 @@ function seconds(s) {
   if (s < 60) return s.toFixed(1) + " s";
   const m = Math.floor(s / 60);
   return `${m} min ${(s - 60 * m).toFixed(0)} s`;
+}
+
+function bytes(n) {
+  if (n === null || n === undefined) return "–";
+  if (n >= 1e6) return (n / 1e6).toFixed(1) + " MB";
+  if (n >= 1e3) return (n / 1e3).toFixed(1) + " kB";
+  return `${n} B`;
+}
+
+function millis(ms) {
+  if (ms === null || ms === undefined) return "–";
+  return ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : ms.toFixed(ms >= 10 ? 0 : 1) + " ms";
+}
+
+// the fault-tolerance row: last snapshot (id, age, duration, size), snapshots taken, restarts
+function snapshotRow(ft) {
+  const guarantee = esc(String(ft.guarantee).replace(/_/g, "-"));
+  const last = ft.last_id
+    ? `last snapshot <b class="jb-snap-id">#${ft.last_id}</b> ` +
+      `<span class="jb-snap-age">${seconds(ft.last_age_s)} ago</span> · ` +
+      `took <span class="jb-snap-duration">${millis(ft.last_duration_ms)}</span> · ` +
+      `<span class="jb-snap-size">${bytes(ft.last_size_bytes)}</span>`
+    : `<span class="jb-dim">no snapshot yet</span>`;
+  const failed = ft.failed ? ` · <span class="jb-snap-failed">${ft.failed} failed</span>` : "";
+  const restored = ft.restored_from ? ` · <span class="jb-dim">restored from #${ft.restored_from}</span>` : "";
+  return (
+    `<span class="jb-guarantee">${guarantee}</span> ${last} · ` +
+    `<span class="jb-snap-taken">${grouped(ft.taken)}</span> taken${failed} · ` +
+    `<span class="jb-restarts${ft.restarts ? " jb-restarted" : ""}">${grouped(ft.restarts)}</span> ` +
+    `restart${ft.restarts === 1 ? "" : "s"}${restored}`
+  );
 }
 
 function usToPos(us) {
@@ -142,12 +174,15 @@ function render({ model, el: host }) {
       <span class="jb-summary"></span>
       <span class="jb-sampler" title="the dashboard's own sampler thread"></span>
     </div>
+    <div class="jb-ft" hidden title="fault tolerance: the job's snapshots and restarts"></div>
     <div class="jb-error" hidden></div>
     <div class="jb-kernel-busy" hidden role="status" style="border-left:3px solid #d97706;background:rgba(217,119,6,0.1);padding:4px 8px;margin-bottom:6px"></div>
     <div class="jb-controls">
       <span class="jb-slot-min"></span><span class="jb-slot-max"></span>
       <label class="jb-strategy-box" hidden>strategy <select class="jb-strategy"></select></label>
       <span class="jb-idle-applied" title="idle bounds the executor uses now"></span>
+      <button type="button" class="jb-suspend" hidden title="take a terminal snapshot and stop the job's threads (job.suspend())">Suspend</button>
+      <button type="button" class="jb-resume" hidden title="restart the job from its terminal snapshot (job.resume())">Resume</button>
       <button type="button" class="jb-cancel">Cancel job</button>
       <span class="jb-control-error"></span>
       <span class="jb-control-note jb-dim"></span>
@@ -207,6 +242,14 @@ function render({ model, el: host }) {
   }
   function onCustom(msg) {
     if (!msg || msg.ack === undefined) return;
+    // suspend and resume are done when acknowledged (or refused: control_error says why)
+    for (const b of lifecycleButtons) {
+      if (b.pending !== null && b.pending <= msg.ack) {
+        b.pending = null;
+        b.button.textContent = b.label;
+      }
+    }
+    updateLifecycle();
     // messages arrive in order: an ack covers every command sent before it
     for (const id of [...unacked.keys()]) if (id <= msg.ack) unacked.delete(id);
     if (!unacked.size) {
@@ -263,9 +306,33 @@ function render({ model, el: host }) {
     cancel.textContent = "Cancelling…";
   });
 
+  // suspend / resume: shown for a job with a processing guarantee, enabled when they apply
+  const lifecycleButtons = [
+    { cmd: "suspend", label: "Suspend", busy: "Suspending…", key: "can_suspend", button: $(".jb-suspend"), pending: null },
+    { cmd: "resume", label: "Resume", busy: "Resuming…", key: "can_resume", button: $(".jb-resume"), pending: null },
+  ];
+  let lastState = {};
+  for (const b of lifecycleButtons) {
+    b.button.addEventListener("click", () => {
+      b.pending = nextId;
+      command({ cmd: b.cmd }, b.label);
+      b.button.disabled = true;
+      b.button.textContent = b.busy;
+    });
+  }
+  function updateLifecycle() {
+    const s = lastState;
+    const life = s.lifecycle || {};
+    for (const b of lifecycleButtons) {
+      b.button.hidden = !s.snapshots;
+      b.button.disabled = b.pending !== null || !!s.final || !life[b.key];
+    }
+  }
+
   function update() {
     const raw = model.get("state");
     const s = (typeof raw === "string" ? JSON.parse(raw || "{}") : raw) || {};
+    lastState = s;
     root.dataset.final = s.final ? "true" : "false";
     root.dataset.seq = String(s.seq ?? 0);
     $(".jb-job").textContent = s.job ?? "";
@@ -278,6 +345,19 @@ function render({ model, el: host }) {
     const hz = s.interval_s ? (1 / s.interval_s).toFixed(0) : "?";
     const cpuPct = s.elapsed_s ? (100 * (s.sampler_cpu_s ?? 0)) / s.elapsed_s : 0;
     $(".jb-sampler").textContent = s.final ? "final" : `sampling ${hz} Hz · ${cpuPct.toFixed(1)}% CPU`;
+
+    // fault tolerance: only for a job with a processing guarantee
+    const ft = $(".jb-ft");
+    ft.hidden = !s.snapshots;
+    if (s.snapshots) {
+      ft.innerHTML = snapshotRow(s.snapshots);
+      ft.dataset.lastId = String(s.snapshots.last_id);
+      ft.dataset.taken = String(s.snapshots.taken);
+      ft.dataset.restarts = String(s.snapshots.restarts);
+    } else {
+      ft.innerHTML = "";
+    }
+    updateLifecycle();
 
     // error (with its vertex) or cancellation
     const err = $(".jb-error");
