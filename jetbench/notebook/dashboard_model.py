@@ -201,6 +201,7 @@ class DashboardModel:
 
         # -- tasklets: per-interval deltas (or whole-run averages once final) ----------------
         tasklet_rows: list[dict[str, Any]] = []
+        suspended = m.status == "suspended"
         for t in m.tasklets:
             key = (t.vertex, t.index)
             prev_in, prev_out, prev_busy = self._prev_tasklets.get(key, (0, 0, 0.0))
@@ -216,7 +217,8 @@ class DashboardModel:
                     "vertex": t.vertex,
                     "instance": t.index,
                     "worker": worker_label(t.worker),
-                    "state": state_word(t.state, t.vertex in sources),
+                    # a suspended job's tasklets ended with its execution: they wait for resume
+                    "state": "suspended" if suspended else state_word(t.state, t.vertex in sources),
                     "in": t.received_count,
                     "out": t.emitted_count,
                     "rate": max(d_in, d_out) / span,

@@ -241,3 +241,63 @@ def test_a_reopened_notebook_shows_the_dashboards_final_snapshot(lab, page):
     text = snap.inner_text()
     assert snap.is_visible() and "completed" in text and "sinks received 3,000" in text, text
     screenshot(page.locator(".jp-NotebookPanel .jp-Cell").first, "dashboard-reopened-snapshot.png")
+
+
+FAULT_TOLERANT = """\
+import threading
+from jetbench import DAG, Edge, ExecutionService
+from jetbench.core.job_config import JobConfig
+from jetbench.processors import aggregate_by_key, collect_sink, counting
+from jetbench.processors.generator_source import generator_source
+
+def key(x):
+    return x % 7
+
+dag = DAG()
+src = dag.new_vertex("source", generator_source(5_000, timestamped=False), local_parallelism=1)
+agg = dag.new_vertex("count", aggregate_by_key(key, counting()), local_parallelism=2)
+out = dag.new_vertex("sink", collect_sink(), local_parallelism=1)
+dag.edge(Edge.between(src, agg).partitioned(key)).edge(Edge.between(agg, out))
+config = JobConfig("exactly_once", snapshot_interval_ms=200, snapshot_store="snapshots.sqlite")
+job = ExecutionService(cooperative_threads=2).submit(dag, name="ft-demo", config=config)
+dash = job.dashboard(interval_s=0.1)
+dash
+"""
+
+
+def test_fault_tolerance_row_and_suspend_resume_buttons(lab, page):
+    write_notebook(lab.root / "fault-tolerance.ipynb", [FAULT_TOLERANT])
+    open_notebook(page, lab, "fault-tolerance.ipynb")
+    run_all(page, 1)
+    dash = page.locator(DASH)
+    dash.wait_for()
+    ft = f"{DASH} .jb-ft"
+    # the snapshot row: exactly-once, the last snapshot's id rising, its size, taken, restarts
+    page.wait_for_function(f"() => Number(document.querySelector('{ft}')?.dataset.taken) >= 3")
+    text = page.locator(ft).inner_text()
+    assert page.locator(ft).is_visible() and "exactly-once" in text and "last snapshot #" in text, text
+    assert re.search(r"\d+(\.\d)? (B|kB) · \d+ taken · 0 restarts", text), text
+    suspend, resume = page.locator(f"{DASH} button.jb-suspend"), page.locator(f"{DASH} button.jb-resume")
+    assert suspend.is_visible() and suspend.is_enabled() and resume.is_visible() and resume.is_disabled()
+    screenshot(dash, "dashboard-fault-tolerance.png")
+
+    # suspend: the status says so, the kernel's job is suspended without threads, Resume applies
+    suspend.click()
+    page.wait_for_selector(f'{DASH} .jb-status[data-status="suspended"]')
+    page.wait_for_function(f"() => !document.querySelector('{DASH} button.jb-resume').disabled")
+    assert suspend.is_disabled() and suspend.inner_text() == "Suspend"
+    out = run_new_cell(page, 'print("JOB", job.status.value, len(job.live_threads()))')
+    assert "JOB suspended 0" in out, out
+    screenshot(dash, "dashboard-suspended.png")
+
+    # resume: running again, restored from the terminal snapshot
+    resume.click()
+    page.wait_for_selector(f'{DASH} .jb-status[data-status="running"]')
+    page.wait_for_function(f"() => document.querySelector('{ft}').textContent.includes('restored from #')")
+    page.wait_for_function(f"() => !document.querySelector('{DASH} button.jb-suspend').disabled")
+    assert resume.is_disabled()
+    out = run_new_cell(page, 'print("JOB", job.status.value, job.restored_from > 0)')
+    assert "JOB running True" in out, out
+    screenshot(dash, "dashboard-resumed.png")
+    cancel_from_the_view(page)
+    assert suspend.is_disabled() and resume.is_disabled()

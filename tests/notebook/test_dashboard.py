@@ -405,6 +405,7 @@ def _suspend_and_resume(job, dash, comm) -> None:
     _wait_until(lambda: dash.state["status"] == "suspended", what="the suspended status in the state")
     s = dash.state
     assert s["final"] is False and s["lifecycle"] == {"can_suspend": False, "can_resume": True}
+    assert {r["state"] for r in s["rows"]} == {"suspended"}
     taken = s["snapshots"]["taken"]
     assert taken >= 2 and s["snapshots"]["last_id"] == job.snapshot_statistics().last_snapshot_id
     # suspending again is refused with the reason, and acknowledged
