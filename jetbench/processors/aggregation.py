@@ -31,6 +31,7 @@ from .builder_kind import (
 )
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec, pair_key
+from .snapshotting import EntrySaver
 from .supplier import ProcessorSupplier, made_by, set_builder_code
 
 _MISSING = object()
@@ -58,8 +59,7 @@ class _KeyedEmitterP(EmittingProcessor):
         self._emit_empty = emit_empty
         self._order: list[Hashable] | None = None  # the keys complete() emits, in order
         self._emitted = 0  # how many of them went out
-        self._saving: Iterator[tuple[Any, Any]] | None = None
-        self._refused: tuple[Any, Any] | None = None
+        self._saver = EntrySaver()
 
     def complete(self) -> bool:
         groups = self.groups
@@ -100,19 +100,7 @@ class _KeyedEmitterP(EmittingProcessor):
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():  # results already taken belong before the barrier
             return False
-        offer = self.outbox.offer_to_snapshot
-        if self._saving is None:
-            self._saving = self._state()
-        if self._refused is not None:
-            if not offer(*self._refused):
-                return False
-            self._refused = None
-        for entry in self._saving:
-            if not offer(*entry):
-                self._refused = entry
-                return False
-        self._saving = None
-        return True
+        return self._saver.save(self.outbox, self._state)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         groups = self.groups

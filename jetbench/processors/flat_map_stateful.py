@@ -69,6 +69,7 @@ from ..core.processor import Processor, ProcessorContext
 from .builder_kind import Kind, Param, Reader
 from .emitter import Emitter
 from .planning import EventKey, Output, Planner, PlanNode, StageSpec
+from .snapshotting import EntrySaver
 from .supplier import ProcessorSupplier, made_by
 
 _INF = math.inf
@@ -120,8 +121,7 @@ class FlatMapStatefulP(Processor):
         self._wm_out: float = -_INF  # the last watermark forwarded
         self._handling: Any = _NOTHING  # the watermark whose timers fired but which is not yet forwarded
         self._completing = False
-        self._saving: Iterator[tuple[Any, Any]] | None = None
-        self._refused: tuple[Any, Any] | None = None
+        self._saver = EntrySaver()
         self._restored: list[tuple[int, int, float]] = []
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
@@ -280,19 +280,7 @@ class FlatMapStatefulP(Processor):
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():  # results made before the barrier go first
             return False
-        offer = self.outbox.offer_to_snapshot
-        if self._saving is None:
-            self._saving = self._state()
-        if self._refused is not None:
-            if not offer(*self._refused):
-                return False
-            self._refused = None
-        for entry in self._saving:
-            if not offer(*entry):
-                self._refused = entry
-                return False
-        self._saving = None
-        return True
+        return self._saver.save(self.outbox, self._state)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         keys = self.keys
