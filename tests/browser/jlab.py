@@ -216,7 +216,12 @@ def open_notebook(page: Any, lab: Lab, name: str, ui: str = "lab") -> None:
 #: JupyterLab renders a traceback with the same mime type as any stderr text, so the page cannot
 #: tell the two apart; the model can.
 FIRST_ERROR = """() => {
-    const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    const isNotebook = (w) => !!(w && w.content && w.content.model && w.content.model.cells);
+    const shell = window.jupyterapp.shell;
+    let panel = shell.currentWidget;  // a side panel (a dashboard in a sidecar) may be current
+    if (!isNotebook(panel)) panel = [...shell.widgets('main')].find(isNotebook);
+    if (!isNotebook(panel)) return null;
+    const cells = panel.content.model.cells;
     for (let i = 0; i < cells.length; i++) {
         const outputs = cells.get(i).outputs;
         for (let j = 0; outputs && j < outputs.length; j++) {

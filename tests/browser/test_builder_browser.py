@@ -89,6 +89,20 @@ def center(page, selector: str) -> tuple[float, float]:
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
+def settled(page, selector: str, timeout_s: float = 10.0) -> None:
+    """Wait until ``selector`` stops moving (the canvas refits when the side panel opens)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        box = page.locator(selector).first.bounding_box()
+        if box is not None and box == last:
+            return
+        last = box
+        page.wait_for_timeout(150)
+
+
 def drag(page, start: tuple[float, float], end: tuple[float, float]) -> None:
     page.mouse.move(*start)
     page.mouse.down()
@@ -214,6 +228,7 @@ def test_drag_connect_validate_edit_and_run(lab, page):
     drag(page, center(page, port("map", "out")), center(page, port("map", "in")))
     wait_js(page, f"() => document.querySelector('{B} .jbb-message').textContent.includes('would create a cycle')")
     page.locator(f"{B} .jbb-message").evaluate("el => { el.textContent = ''; }")
+    settled(page, node("map"))  # selecting map opened the side panel, and the canvas refits
     drag(page, center(page, port("filter", "out", 1)), center(page, f"{node('map')} .jbb-node-kind"))
     wait_js(page, f"() => document.querySelector('{B} .jbb-message').textContent.includes('filter → map would create a cycle')")
     assert page.locator(f"{B} .react-flow__edge").count() == 3
