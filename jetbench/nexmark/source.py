@@ -24,14 +24,13 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any, ClassVar
 
-from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from ..pipeline.connectors import Source
 from ..processors.emitter import EmittingProcessor
 from ..processors.items_source import items_source
-from ..processors.snapshotting import instance_key, own_values
+from ..processors.snapshotting import restored_position, save_position
 from ..processors.supplier import ProcessorSupplier
 from .config import GeneratorConfig, NexmarkConfig
 from .generator import event_at, generator_events
@@ -89,17 +88,13 @@ class NexmarkSourceP(EmittingProcessor):
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():  # events taken before the barrier go first
             return False
-        return self.outbox.offer_to_snapshot(instance_key("NexmarkSourceP", self.context),
-                                             (self.context.total_parallelism, self._emitted, self._shift_ms))
+        return save_position(self.outbox, "NexmarkSourceP", self.context, self._emitted, self._shift_ms)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        mine, _, _ = own_values(inbox, "NexmarkSourceP", self.context)
-        if not mine:
+        saved = restored_position(inbox, "NexmarkSourceP", self.context)
+        if saved is None:
             return
-        parallelism, emitted, shift_ms = mine[0]
-        if parallelism != self.context.total_parallelism:
-            raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
-                                f"{parallelism}, this job runs {self.context.total_parallelism} instances")
+        emitted, shift_ms = saved
         self._it = self._events(emitted)
         self._head = next(self._it, None)
         self._emitted = emitted

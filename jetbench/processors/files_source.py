@@ -13,7 +13,7 @@ from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
-from .snapshotting import instance_key, own_values
+from .snapshotting import restored_position, save_position
 from .supplier import ProcessorSupplier, made_by
 
 #: Characters of text a file source reads per ``complete()`` call (then it returns).
@@ -80,17 +80,13 @@ class FilesSourceP(EmittingProcessor):
         if not self._emitter.flush():  # lines read before the barrier go first
             return False
         lines = self._lines if self._file is not None else self._skip
-        return self.outbox.offer_to_snapshot(instance_key("FilesSourceP", self.context),
-                                             (self.context.total_parallelism, self._files_done, lines))
+        return save_position(self.outbox, "FilesSourceP", self.context, self._files_done, lines)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        mine, _, _ = own_values(inbox, "FilesSourceP", self.context)
-        if not mine:
+        saved = restored_position(inbox, "FilesSourceP", self.context)
+        if saved is None:
             return
-        parallelism, done, lines = mine[0]
-        if parallelism != self.context.total_parallelism:
-            raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
-                                f"{parallelism}, this job runs {self.context.total_parallelism} instances")
+        done, lines = saved
         del self._mine[len(self._mine) - done:]  # the files finished (the list is reversed)
         self._files_done = done
         self._skip = lines

@@ -10,11 +10,11 @@ from typing import Any, ClassVar
 from ..core.clock import SYSTEM_CLOCK
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
-from ..core.items import BroadcastKey
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from .builder_kind import Kind, Param, Reader, none_if_empty
 from .emitter import EmittingProcessor
+from .snapshotting import restored_position, save_position
 from .supplier import ProcessorSupplier, made_by
 
 
@@ -64,22 +64,17 @@ class GeneratorP(EmittingProcessor):
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():
             return False
-        key = BroadcastKey(("GeneratorP", self.context.global_index))
-        return self.outbox.offer_to_snapshot(key, (self._step, self._next, self._start_epoch_ms))
+        return save_position(self.outbox, "GeneratorP", self.context, self._next, self._start_epoch_ms)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        mine = BroadcastKey(("GeneratorP", self.context.global_index))
-        for key, value in inbox.take():
-            if key != mine:
-                continue
-            step, seq, start_epoch_ms = value
-            if step != self._step:
-                raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
-                                    f"{step}, this job runs {self._step} instances")
-            self._next = seq
-            self._start_epoch_ms = start_epoch_ms
-            # sequence number ``seq`` is due now: the schedule goes on from here
-            self._start_ns = self._monotonic_ns() - int(seq * 1_000_000_000 / self.rate_per_s)
+        saved = restored_position(inbox, "GeneratorP", self.context)
+        if saved is None:
+            return
+        seq, start_epoch_ms = saved
+        self._next = seq
+        self._start_epoch_ms = start_epoch_ms
+        # sequence number ``seq`` is due now: the schedule goes on from here
+        self._start_ns = self._monotonic_ns() - int(seq * 1_000_000_000 / self.rate_per_s)
 
     def next_wake_time(self) -> float | None:
         """When (``context.clock.monotonic()`` seconds) this instance's next item is due."""

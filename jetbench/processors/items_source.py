@@ -6,13 +6,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, ClassVar
 
-from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
-from ..core.items import BroadcastKey
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from .builder_kind import Kind, Param, Reader, eval_expr
 from .emitter import EmittingProcessor
+from .snapshotting import restored_position, save_position
 from .supplier import ProcessorSupplier, made_by
 
 
@@ -57,26 +56,19 @@ class ItemsSourceP(EmittingProcessor):
             emitter.emit(chunk)
         return len(chunk) < room and not emitter.pending
 
-    def _snapshot_key(self) -> BroadcastKey:
-        return BroadcastKey((type(self).__name__, self.context.global_index))
-
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():  # items taken but not yet out belong before the barrier
             return False
-        return self.outbox.offer_to_snapshot(self._snapshot_key(), (self.context.total_parallelism, self._position))
+        return save_position(self.outbox, type(self).__name__, self.context, self._position)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        mine = self._snapshot_key()
-        for key, value in inbox.take():
-            if key != mine:
-                continue  # another instance's offset
-            parallelism, position = value
-            if parallelism != self.context.total_parallelism:
-                raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
-                                    f"{parallelism}, this job runs {self.context.total_parallelism} instances")
-            part = self._part
-            self._iterator = iter(part[position:]) if isinstance(part, Sequence) else islice(iter(part), position, None)
-            self._position = position
+        saved = restored_position(inbox, type(self).__name__, self.context)
+        if saved is None:
+            return
+        (position,) = saved
+        part = self._part
+        self._iterator = iter(part[position:]) if isinstance(part, Sequence) else islice(iter(part), position, None)
+        self._position = position
 
 
 def items_source(items: Iterable[Any]) -> ProcessorSupplier:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.items import BroadcastKey
 from ..core.outbox import Outbox
@@ -51,6 +52,26 @@ class EntrySaver:
 def instance_key(kind: str, context: ProcessorContext) -> BroadcastKey:
     """The broadcast key of this instance's own state: ``(kind, global index, parallelism)``."""
     return BroadcastKey((kind, context.global_index, context.total_parallelism))
+
+
+def save_position(outbox: Outbox, kind: str, context: ProcessorContext, *position: Any) -> bool:
+    """Offer a source's position (an offset, the files done, ...) as this instance's own state,
+    with the parallelism it was taken at (`restored_position` checks it)."""
+    return outbox.offer_to_snapshot(instance_key(kind, context), (context.total_parallelism, *position))
+
+
+def restored_position(inbox: Inbox, kind: str, context: ProcessorContext) -> tuple[Any, ...] | None:
+    """The position `save_position` saved for this instance, None if the snapshot has none; a
+    `JetbenchError` naming the vertex if it was taken at another parallelism (a source's share
+    of its input depends on it)."""
+    mine, _, _ = own_values(inbox, kind, context)
+    if not mine:
+        return None
+    parallelism, *position = mine[0]
+    if parallelism != context.total_parallelism:
+        raise JetbenchError(f"vertex {context.vertex_name!r}: the snapshot was taken at parallelism "
+                            f"{parallelism}, this job runs {context.total_parallelism} instances")
+    return tuple(position)
 
 
 def own_values(inbox: Inbox, kind: str, context: ProcessorContext

@@ -36,7 +36,7 @@ from ..pipeline.connectors import Source
 from ..processors.builder_kind import Kind, Param, Reader, Unreadable, eval_expr
 from ..processors.emitter import EmittingProcessor
 from ..processors.generator_source import GeneratorP
-from ..processors.snapshotting import instance_key, own_values
+from ..processors.snapshotting import restored_position, save_position
 from ._arrow import IPC_SCHEMA, ArrowDecoder, batches_to_ipc, item_kind
 
 __all__ = ["DataFrameSource", "ParquetSource", "ReplaySource", "dataframe", "parquet", "replay", "table"]
@@ -238,17 +238,13 @@ class ArrowSourceP(EmittingProcessor):
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():  # rows taken before the barrier go first
             return False
-        return self.outbox.offer_to_snapshot(instance_key("ArrowSourceP", self.context),
-                                             (self.context.total_parallelism, self._batches, self._pos))
+        return save_position(self.outbox, "ArrowSourceP", self.context, self._batches, self._pos)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        mine, _, _ = own_values(inbox, "ArrowSourceP", self.context)
-        if not mine:
+        saved = restored_position(inbox, "ArrowSourceP", self.context)
+        if saved is None:
             return
-        parallelism, batches, pos = mine[0]
-        if parallelism != self.context.total_parallelism:
-            raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
-                                f"{parallelism}, this job runs {self.context.total_parallelism} instances")
+        batches, pos = saved
         items: list = []
         for taken in range(batches):
             got = next(self._lists, None)

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from zlib import crc32
 
 from ..core.dag import DAG, Edge, Routing, Vertex
-from ..core.errors import JetbenchError
 from ..core.execution import ExecutionService
 from ..core.processor import Processor, ProcessorContext
 from ..processors.emitter import EmittingProcessor
-from ..processors.snapshotting import instance_key, own_values
+from ..processors.snapshotting import restored_position, save_position
 from ._hash import stable_hash
 
 if TYPE_CHECKING:
@@ -169,17 +168,12 @@ class ListFeederP(EmittingProcessor):
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():  # items taken before the barrier go first
             return False
-        return self.outbox.offer_to_snapshot(instance_key("ListFeederP", self.context),
-                                             (self.context.total_parallelism, self.pos))
+        return save_position(self.outbox, "ListFeederP", self.context, self.pos)
 
     def restore_from_snapshot(self, inbox: Inbox) -> None:
-        mine, _, _ = own_values(inbox, "ListFeederP", self.context)
-        if mine:
-            parallelism, pos = mine[0]
-            if parallelism != self.context.total_parallelism:
-                raise JetbenchError(f"vertex {self.context.vertex_name!r}: the snapshot was taken at parallelism "
-                                    f"{parallelism}, this job runs {self.context.total_parallelism} instances")
-            self.pos = pos
+        saved = restored_position(inbox, "ListFeederP", self.context)
+        if saved is not None:
+            (self.pos,) = saved
 
     def complete(self) -> bool:
         emitter = self._emitter
