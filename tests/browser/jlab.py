@@ -256,6 +256,20 @@ def run_all(page: Any, cells: int, timeout_ms: int = 60_000) -> None:
         pytest.fail(f"a cell failed:\n{error[-3000:]}", pytrace=False)
 
 
+def set_idle_controls(page: Any, dash: str) -> None:
+    """On the dashboard ``dash`` (a selector): type 2000 into the min idle number, then drag the
+    max idle slider past its end (the gestures a user makes)."""
+    min_num = page.locator(f"{dash} input.jb-min-idle-num")
+    min_num.fill("2000")
+    min_num.press("Enter")
+    max_range = page.locator(f"{dash} input.jb-max-idle-range")
+    box = max_range.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] + 40, box["y"] + box["height"] / 2, steps=12)
+    page.mouse.up()
+
+
 def run_new_cell(page: Any, code: str, timeout_ms: int = 30_000) -> str:
     """Type ``code`` (one line) into a new cell below the last, run it, return its output text."""
     cells = page.locator(".jp-NotebookPanel .jp-CodeCell")

@@ -12,7 +12,15 @@ import re
 
 import pytest
 
-from .jlab import ARTIFACTS, open_notebook, run_all, run_new_cell, screenshot, write_notebook
+from .jlab import (
+    ARTIFACTS,
+    open_notebook,
+    run_all,
+    run_new_cell,
+    screenshot,
+    set_idle_controls,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -132,15 +140,7 @@ def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
     screenshot(dash, "dashboard-backpressure.png")
 
     # idle controls: type a floor, drag the max slider to its end; the kernel's executor changes
-    min_num = page.locator(f"{DASH} input.jb-min-idle-num")
-    min_num.fill("2000")
-    min_num.press("Enter")
-    max_range = page.locator(f"{DASH} input.jb-max-idle-range")
-    box = max_range.bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] + 40, box["y"] + box["height"] / 2, steps=12)
-    page.mouse.up()
+    set_idle_controls(page, DASH)
     page.wait_for_function(
         f"""() => {{ const a = document.querySelector('{DASH} .jb-idle-applied');
             return a && a.dataset.min === '2000' && a.dataset.max === '100000'; }}"""

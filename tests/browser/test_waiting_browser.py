@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import pytest
 
-from .jlab import ARTIFACTS, UIS, open_notebook, run_new_cell, screenshot, write_notebook
+from .jlab import (
+    ARTIFACTS,
+    UIS,
+    open_notebook,
+    run_new_cell,
+    screenshot,
+    set_idle_controls,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -123,15 +131,7 @@ def test_cancel_and_idle_slider_act_while_a_cell_is_blocked_in_join(lab, page, u
     assert page.locator(f"{DASH} .jb-status").get_attribute("data-status") == "running"
 
     # the min idle number and the max idle slider, while join() blocks the cell
-    min_num = page.locator(f"{DASH} input.jb-min-idle-num")
-    min_num.fill("2000")
-    min_num.press("Enter")
-    max_range = page.locator(f"{DASH} input.jb-max-idle-range")
-    box = max_range.bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] + 40, box["y"] + box["height"] / 2, steps=12)
-    page.mouse.up()
+    set_idle_controls(page, DASH)
     screenshot(cell(page, 1), f"{ui}-join-before.png")
     # applied by the kernel's executor (the state comes from the running job's service)
     page.wait_for_function(
