@@ -125,7 +125,7 @@ class SnapshotStore:
         except sqlite3.Error as exc:
             raise JetbenchError(f"snapshot store {self.path!r} cannot be opened: {exc}") from None
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            self._use_wal(db)
             yield db
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
@@ -133,6 +133,22 @@ class SnapshotStore:
             raise JetbenchError(f"snapshot store {self.path!r} is corrupt or unreadable: {exc}") from exc
         finally:
             db.close()
+
+    def _use_wal(self, db: sqlite3.Connection) -> None:
+        """Put the file in WAL mode (it stays so). Only when it is not yet: switching takes a lock
+        SQLite does not wait for, so stores opened at once on a new file retry it up to
+        ``timeout``."""
+        if db.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            return
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     # -- writing ------------------------------------------------------------------------------
 
