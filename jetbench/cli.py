@@ -5,6 +5,7 @@
     jetbench bench chain [--items N] [--fused] [--json]
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
     jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
+    jetbench bench nexmark [--events N] [--queries Q ...] [--repeat N] [--beam] [--spark] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
     jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark] [--rate R] [--json]
     jetbench lab [--dir DIR] [--port N] [--no-browser] [jupyter lab options...]
@@ -83,6 +84,10 @@ def _bench(args: argparse.Namespace) -> int:
         from .bench import spark_wordcount
 
         report = spark_wordcount.run(lines=spark_wordcount.DEFAULT_LINES if args.lines is None else args.lines, repeat=args.repeat)
+    elif args.name == "nexmark":
+        from .bench import nexmark
+
+        report = nexmark.run_command(args)
     else:  # argparse restricts the choices
         raise AssertionError(args.name)
     print(report.to_json() if args.json else report.to_text())
@@ -167,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="make the corpus in Python, or have an embedded local Spark serve it (default python)")
 
     bench = sub.add_parser("bench", help="benchmarks against a plain-Python baseline")
-    bench.add_argument("name", choices=["wordcount", "chain", "dashboard", "spark-wordcount"])
+    bench.add_argument("name", choices=["wordcount", "chain", "dashboard", "spark-wordcount", "nexmark"])
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--repeat", type=int, default=3, help="repeats per side, interleaved (median kept)")
     bench.add_argument("--threads", type=int, default=1, help="cooperative threads")
@@ -179,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--queue-items", type=int, default=100_000,
                        help="chain: items for the thread-per-vertex queue.Queue baseline (0 = skip)")
     bench.add_argument("--hz", type=float, default=10.0, help="dashboard: sampler refresh rate (default 10)")
+    bench.add_argument("--events", type=int, default=1_000_000, help="nexmark: events in memory (default 1000000)")
+    bench.add_argument("--queries", type=int, nargs="+", help="nexmark: the queries (default all)")
+    bench.add_argument("--beam", action="store_true",
+                       help="nexmark: also Beam's DirectRunner on Beam's own query code (--beam-events of them)")
+    bench.add_argument("--beam-events", type=int, default=100_000,
+                       help="nexmark: events for Beam's DirectRunner (default 100000)")
+    bench.add_argument("--spark", action="store_true", help="nexmark: also the SparkRunner's SMOKE suite, local[2] "
+                                                            "against local[1]")
     idle = sub.add_parser("idle-experiment", help="the idle-CPU sweep of Jet's \"Idle Green Threads\" blog post (2019) over rates, floors and strategies")
     idle.add_argument("--quick", action="store_true", help="short points, rates 1000 and 250000 (for CI)")
     idle.add_argument("--json", action="store_true", help="print the rows as one JSON list")

@@ -77,9 +77,10 @@ def check_query(query: int) -> None:
                             "(Q10 writes files and Q12 needs processing-time triggers: not written)")
 
 
-def run_query(query: int, pairs: list[tuple[int, Event]], config: NexmarkConfig, runner: str = "local",
+def run_query(query: int, pairs: list[tuple[int, Event]], config: NexmarkConfig, runner: Any = "local",
               generator_events_per_s: float | None = None, generators: int | None = None) -> QueryRun:
-    """Query ``query`` over ``pairs`` on ``runner``; timed from submission to the last result."""
+    """Query ``query`` over ``pairs`` on ``runner`` (a name or a runner object, as `jetbench.run`
+    takes); timed from submission to the last result."""
     from ..runners import run
     from .queries import pipeline
     from .source import from_events
@@ -89,7 +90,8 @@ def run_query(query: int, pairs: list[tuple[int, Event]], config: NexmarkConfig,
     started = time.perf_counter()
     results = run(p, runner=runner, progress=False)
     seconds = time.perf_counter() - started
-    return QueryRun(query, len(pairs), generators, runner, len(results), digest(results), seconds,
+    name = runner if isinstance(runner, str) else type(runner).__name__
+    return QueryRun(query, len(pairs), generators, name, len(results), digest(results), seconds,
                     len(pairs) / max(seconds, 1e-9), generator_events_per_s,
                     BEAM_SMOKE_COUNTS.get(query) if _beam_comparable(query, len(pairs), config) else None)
 
@@ -100,7 +102,7 @@ def _beam_comparable(query: int, events: int, config: NexmarkConfig) -> bool:
     return events == SMOKE_EVENTS.get(query, 100_000) and config.num_event_generators == 100
 
 
-def smoke(generators: int = 100, runner: str = "local") -> list[QueryRun]:
+def smoke(generators: int = 100, runner: Any = "local") -> list[QueryRun]:
     """Beam's SMOKE suite: Q0-Q9 and Q11, 100,000 events each (10,000 for Q4, Q6, Q9)."""
     from .queries import QUERIES
 
