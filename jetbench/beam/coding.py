@@ -1,0 +1,121 @@
+"""How Beam elements travel on jetbench edges: encoded bytes, never Python objects.
+
+An item on an edge is a chunk of elements encoded back to back with the PCollection's windowed
+coder (what a bundle reads and writes on its data channel). An edge into a grouping vertex
+carries one ``(key bytes, element bytes)`` pair per element instead, so that a partitioned
+edge routes equal keys, compared as their deterministic encoding, to the same instance.
+
+>>> import apache_beam as beam
+>>> from apache_beam.coders import coders, WindowedValueCoder
+>>> from apache_beam.utils.windowed_value import WindowedValue
+>>> coder = WindowedValueCoder(coders.TupleCoder([coders.StrUtf8Coder(), coders.VarIntCoder()]))
+>>> chunk = encode_all([WindowedValue(("a", 1), 0, ()), WindowedValue(("b", 2), 0, ())], coder)
+>>> [k for k, _ in KeyedSplitter(coder).split(chunk)]
+[b'a', b'b']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from apache_beam.coders.coder_impl import create_InputStream, create_OutputStream
+from apache_beam.portability import common_urns
+from apache_beam.portability.api import beam_runner_api_pb2
+from apache_beam.runners import pipeline_context
+
+__all__ = ["PipelineCoders", "KeyedSplitter", "decode_all", "encode_all", "encode_chunks"]
+
+
+def decode_all(chunk: bytes, coder: Any) -> Iterator[Any]:
+    """The elements encoded back to back (nested) in ``chunk``."""
+    impl = coder.get_impl()
+    stream = create_InputStream(chunk)
+    while stream.size() > 0:
+        yield impl.decode_from_stream(stream, True)
+
+
+def encode_all(elements: Iterable[Any], coder: Any) -> bytes:
+    """``elements`` encoded back to back (nested) in one chunk."""
+    impl = coder.get_impl()
+    stream = create_OutputStream()
+    for element in elements:
+        impl.encode_to_stream(element, stream, True)
+    return stream.get()
+
+
+def encode_chunks(elements: Iterable[Any], coder: Any, chunk_size: int = 256) -> Iterator[bytes]:
+    """``elements`` encoded in chunks of at most ``chunk_size`` elements."""
+    impl = coder.get_impl()
+    stream = create_OutputStream()
+    count = 0
+    for element in elements:
+        impl.encode_to_stream(element, stream, True)
+        count += 1
+        if count == chunk_size:
+            yield stream.get()
+            stream = create_OutputStream()
+            count = 0
+    if count:
+        yield stream.get()
+
+
+class KeyedSplitter:
+    """Splits a chunk of encoded ``WindowedValue((key, value))`` into ``(key bytes, element
+    bytes)`` pairs: the element's own bytes, cut from the chunk without re-encoding."""
+
+    def __init__(self, windowed_coder: Any):
+        self._impl = windowed_coder.get_impl()
+        self._key_impl = windowed_coder.wrapped_value_coder.key_coder().get_impl()
+
+    def split(self, chunk: bytes) -> list[tuple[bytes, bytes]]:
+        stream = create_InputStream(chunk)
+        total = len(chunk)
+        pairs = []
+        start = 0
+        decode, encode_key = self._impl.decode_from_stream, self._key_impl.encode
+        while stream.size() > 0:
+            element = decode(stream, True)
+            end = total - stream.size()
+            pairs.append((encode_key(element.value[0]), chunk[start:end]))
+            start = end
+        return pairs
+
+
+class PipelineCoders:
+    """The coders of an optimized pipeline: each PCollection's windowed coder (added to the
+    pipeline's components, as data channels need an id for it) and the Python objects behind ids."""
+
+    def __init__(self, pipeline: beam_runner_api_pb2.Pipeline):
+        self.pipeline = pipeline
+        self._windowed_ids: dict[tuple[str, str], str] = {}
+        components = pipeline.components
+        for pcoll_id in list(components.pcollections):
+            self.windowed_coder_id(pcoll_id)
+        self.context = pipeline_context.PipelineContext(components)
+
+    def windowed_coder_id(self, pcoll_id: str) -> str:
+        components = self.pipeline.components
+        pcoll = components.pcollections[pcoll_id]
+        window_coder_id = components.windowing_strategies[pcoll.windowing_strategy_id].window_coder_id
+        key = (pcoll.coder_id, window_coder_id)
+        if key not in self._windowed_ids:
+            coder_id = f"jetbench_windowed_coder_{len(self._windowed_ids) + 1}"
+            while coder_id in components.coders:
+                coder_id += "_"
+            components.coders[coder_id].CopyFrom(beam_runner_api_pb2.Coder(
+                spec=beam_runner_api_pb2.FunctionSpec(urn=common_urns.coders.WINDOWED_VALUE.urn),
+                component_coder_ids=[pcoll.coder_id, window_coder_id]))
+            self._windowed_ids[key] = coder_id
+        return self._windowed_ids[key]
+
+    def windowed_coder(self, pcoll_id: str) -> Any:
+        return self.context.coders.get_by_id(self.windowed_coder_id(pcoll_id))
+
+    def coder(self, coder_id: str) -> Any:
+        return self.context.coders.get_by_id(coder_id)
+
+    def windowing(self, pcoll_id: str) -> Any:
+        """The `apache_beam.transforms.core.Windowing` of a PCollection."""
+        strategy_id = self.pipeline.components.pcollections[pcoll_id].windowing_strategy_id
+        return self.context.windowing_strategies.get_by_id(strategy_id)

@@ -1,0 +1,36 @@
+"""The runner's pipeline options (``--jetbench_cooperative_threads=2`` on a command line, or
+``JetbenchRunner(cooperative_threads=2)``).
+
+>>> from apache_beam.options.pipeline_options import PipelineOptions
+>>> o = PipelineOptions(["--jetbench_cooperative_threads=3"]).view_as(JetbenchOptions)
+>>> o.jetbench_cooperative_threads, o.jetbench_idle_strategy
+(3, 'backoff')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+__all__ = ["JetbenchOptions", "SETTINGS"]
+
+#: setting -> (type, default, help); the option is ``--jetbench_<setting>``
+SETTINGS: dict[str, tuple[type, Any, str]] = {
+    "cooperative_threads": (int, 2, "cooperative worker threads (Impulse, Flatten, GroupByKey run on them)"),
+    "parallelism": (int, None, "instances per vertex (default: the cooperative threads); a stateful stage has one"),
+    "min_idle_us": (float, 25.0, "the idle floor: a worker's first park after a round without progress, in us"),
+    "max_idle_us": (float, 500.0, "the longest park of an idle cooperative worker, in us"),
+    "idle_strategy": (str, "backoff", "what an idle worker does: 'backoff' or 'timer'"),
+    "queue_size": (int, None, "capacity in items (encoded chunks) of each queue of each edge"),
+    "processing_guarantee": (str, "none", "'none' (the only one the runner takes so far)"),
+}
+
+
+class JetbenchOptions(PipelineOptions):
+    """Options of `jetbench.beam.JetbenchRunner`."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: Any) -> None:
+        for name, (kind, default, text) in SETTINGS.items():
+            parser.add_argument(f"--jetbench_{name}", type=kind, default=default, help=text)

@@ -1,0 +1,241 @@
+"""A fused Beam stage as a jetbench processor: it runs the stage's bundles through an
+in-process SDK harness (Beam's `EmbeddedWorkerHandler`), elements in and out as encoded bytes.
+
+The processor is **non-cooperative**: a bundle calls user DoFns, which may block (I/O, sleeps,
+a slow service) for as long as they like, which would stall every tasklet sharing a cooperative
+thread (Jet's Beam runner made the same choice for DoFns). Impulse, Flatten and GroupByKey run
+only the runner's own code and stay cooperative.
+
+What a stage gets, in the order Jet's edge priorities deliver it:
+
+* side inputs first (broadcast edges of a lower priority), stored in the stage's state
+  servicer, per window and per key as the access pattern asks, once their edge completes;
+* the main input: every batch of chunks in the inbox is one bundle (keyed pairs from a keyed
+  edge lose their key first); residuals of splittable DoFns are run again until none is left;
+* at the end, the timers the DoFns set (the last setting per key, tag and window, cleared ones
+  dropped) fire in timestamp order, round after round until no new timer is set.
+
+User state lives in the state servicer of the instance, so a stateful stage has one instance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from apache_beam.coders.coder_impl import create_OutputStream
+from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
+from apache_beam.runners.portability.fn_api_runner import worker_handlers
+from apache_beam.runners.portability.fn_api_runner.execution import WindowGroupingBuffer
+
+from ..core.inbox import Inbox
+from ..core.processor import Processor
+from .errors import BeamStageError
+from .metrics import MonitoringCollector
+from .routes import PCollectionRoutes
+from .side_inputs import commit_side_input
+
+__all__ = ["ExecutableStageP", "StageSpec", "SideInputSpec", "TimerFamily"]
+
+_bundle_ids = itertools.count(1)
+_WHILE_RUNNING = re.compile(r"while running '([^']+)'")
+
+
+@dataclass(frozen=True)
+class SideInputSpec:
+    ordinal: int
+    transform_id: str
+    tag: str
+    access_pattern: beam_runner_api_pb2.FunctionSpec
+    windowed_coder: Any
+
+
+@dataclass(frozen=True)
+class TimerFamily:
+    transform_id: str
+    family_id: str
+    coder: Any
+
+
+@dataclass
+class StageSpec:
+    """What the translation knows of one fused stage."""
+
+    vertex_name: str
+    descriptor: beam_fn_api_pb2.ProcessBundleDescriptor
+    input_transform_id: str
+    #: data output transform id -> the PCollection it writes
+    outputs: dict[str, str]
+    #: Beam's names of the steps fused into this stage
+    steps: list[str]
+    side_inputs: list[SideInputSpec] = field(default_factory=list)
+    keyed_input_ordinals: frozenset[int] = frozenset()
+    timer_families: list[TimerFamily] = field(default_factory=list)
+    stateful: bool = False
+
+
+class ExecutableStageP(Processor):
+    """Runs one fused Beam stage's bundles in an embedded SDK harness (see the module doc)."""
+
+    is_cooperative = False
+    snapshot_support = "unsupported"
+
+    def __init__(self, spec: StageSpec, routes: PCollectionRoutes, collector: MonitoringCollector):
+        self.spec = spec
+        self.routes = routes
+        self.collector = collector
+        self._side_chunks: dict[int, list[bytes]] = {s.ordinal: [] for s in spec.side_inputs}
+        self._side_specs = {s.ordinal: s for s in spec.side_inputs}
+        self._timers: dict[tuple[str, str], dict[Any, Any]] = {}
+        self._worker: Any = None
+        self._state: Any = None
+        self._descriptor_id = ""
+        self.bundles = 0
+        self.elements_in = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def init(self, outbox: Any, context: Any) -> None:
+        super().init(outbox, context)
+        descriptor = beam_fn_api_pb2.ProcessBundleDescriptor()
+        descriptor.CopyFrom(self.spec.descriptor)
+        self._descriptor_id = descriptor.id = f"{self.spec.vertex_name}#{context.global_index}"
+        self._state = worker_handlers.StateServicer()
+        self._worker = worker_handlers.EmbeddedWorkerHandler(
+            None, state=self._state, provision_info=None, worker_manager=_Descriptors(descriptor))
+        descriptor.timer_api_service_descriptor.CopyFrom(self._worker.data_api_service_descriptor())
+
+    def process(self, ordinal: int, inbox: Inbox) -> None:
+        if ordinal in self._side_chunks:
+            self._side_chunks[ordinal].extend(inbox.take())
+            return
+        items = inbox.take()
+        if ordinal in self.spec.keyed_input_ordinals:
+            items = [element for _, element in items]
+        self.elements_in += len(items)
+        self._run(items, {})
+
+    def complete_edge(self, ordinal: int) -> bool:
+        side = self._side_specs.get(ordinal)
+        if side is not None:
+            buffer = WindowGroupingBuffer(side.access_pattern, side.windowed_coder)
+            for chunk in self._side_chunks.pop(ordinal):
+                buffer.append(chunk)
+            commit_side_input(self._state, side.transform_id, side.tag, side.access_pattern, buffer)
+        return True
+
+    def complete(self) -> bool:
+        while self._timers:
+            fired = self._take_timers()
+            if not fired:
+                break
+            self._run([], fired)
+        return True
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop_worker()
+            self._worker = None
+
+    def metrics(self) -> dict[str, int]:
+        return {"bundles": self.bundles, "chunks_in": self.elements_in}
+
+    # -- bundles -------------------------------------------------------------------------------
+
+    def _run(self, chunks: list[bytes], timers: dict[tuple[str, str], bytes]) -> None:
+        """Run a bundle of ``chunks`` (and ``timers``), then its residuals until none is left."""
+        while True:
+            residuals = self._bundle(chunks, timers)
+            if not residuals:
+                return
+            chunks, timers = residuals, {}
+
+    def _bundle(self, chunks: list[bytes], timers: dict[tuple[str, str], bytes]) -> list[bytes]:
+        spec, worker = self.spec, self._worker
+        bundle_id = f"jetbench_bundle_{next(_bundle_ids)}"
+        self.bundles += 1
+        data = worker.data_conn
+        stream = data.output_stream(bundle_id, spec.input_transform_id)
+        for chunk in chunks:
+            stream.write(chunk)
+        stream.close()
+        for family in spec.timer_families:
+            timer_stream = data.output_timer_stream(bundle_id, family.transform_id, family.family_id)
+            fired = timers.get((family.transform_id, family.family_id))
+            if fired:
+                timer_stream.write(fired)
+            timer_stream.close()
+        try:  # the embedded harness runs the bundle in this very call
+            future = worker.control_conn.push(beam_fn_api_pb2.InstructionRequest(
+                instruction_id=bundle_id,
+                process_bundle=beam_fn_api_pb2.ProcessBundleRequest(process_bundle_descriptor_id=self._descriptor_id)))
+        except Exception as exc:
+            raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+        expected: list[Any] = list(spec.outputs)
+        expected.extend((f.transform_id, f.family_id) for f in spec.timer_families)
+        outputs: list[tuple[str, bytes]] = []
+        written: list[tuple[tuple[str, str], bytes]] = []
+        for element in data.input_elements(bundle_id, expected):
+            if isinstance(element, beam_fn_api_pb2.Elements.Timers):
+                written.append(((element.transform_id, element.timer_family_id), element.timers))
+            elif element.data:
+                outputs.append((spec.outputs[element.transform_id], element.data))
+        response = future.get()
+        if response.error:
+            raise self._failure(response.error)
+        result = response.process_bundle
+        self.collector.add(spec.vertex_name, result.monitoring_infos)
+        for pcoll_id, chunk in outputs:
+            for ordinal, item in self.routes.items(pcoll_id, chunk):
+                self.outbox.offer(item, ordinal)  # a blocking outbox: waits for room
+        self._remember_timers(written)
+        if result.requires_finalization:
+            done = worker.control_conn.push(beam_fn_api_pb2.InstructionRequest(
+                finalize_bundle=beam_fn_api_pb2.FinalizeBundleRequest(instruction_id=bundle_id))).get()
+            if done.error:
+                raise self._failure(done.error)
+        return [root.application.element for root in result.residual_roots]
+
+    def _failure(self, error: str) -> BeamStageError:
+        match = _WHILE_RUNNING.search(error)
+        step = match.group(1) if match else None
+        where = f"Beam step {step!r}" if step else f"a Beam step of {', '.join(map(repr, self.spec.steps))}"
+        return BeamStageError(f"{where} failed in jetbench vertex {self.spec.vertex_name!r}:\n{error}",
+                              step=step, vertex=self.spec.vertex_name)
+
+    # -- timers --------------------------------------------------------------------------------
+
+    def _remember_timers(self, written: Iterable[tuple[tuple[str, str], bytes]]) -> None:
+        coders = {(f.transform_id, f.family_id): f.coder.get_impl() for f in self.spec.timer_families}
+        for family, chunk in written:
+            table = self._timers.setdefault(family, {})
+            for timer in coders[family].decode_all(chunk):
+                where = (timer.user_key, timer.dynamic_timer_tag, timer.windows[0])
+                if timer.clear_bit:
+                    table.pop(where, None)
+                else:
+                    table[where] = timer
+
+    def _take_timers(self) -> dict[tuple[str, str], bytes]:
+        """The timers set so far, encoded per family in timestamp order; forgets them."""
+        coders = {(f.transform_id, f.family_id): f.coder.get_impl() for f in self.spec.timer_families}
+        fired: dict[tuple[str, str], bytes] = {}
+        timers, self._timers = self._timers, {}
+        for family, table in timers.items():
+            if not table:
+                continue
+            stream = create_OutputStream()
+            for timer in sorted(table.values(), key=lambda t: t.fire_timestamp):
+                coders[family].encode_to_stream(timer, stream, True)
+            fired[family] = stream.get()
+        return fired
+
+
+class _Descriptors:
+    """What `EmbeddedWorkerHandler` reads of its worker manager: the bundle descriptors by id."""
+
+    def __init__(self, descriptor: beam_fn_api_pb2.ProcessBundleDescriptor):
+        self._process_bundle_descriptors = {descriptor.id: descriptor}

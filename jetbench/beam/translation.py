@@ -1,0 +1,243 @@
+"""A Beam portable pipeline translated to a jetbench DAG, as Jet's Beam runner did for Java.
+
+Beam's own optimizer (``translations.optimize_pipeline`` with its standard phases: combiner
+lifting, splittable-DoFn expansion, flatten transcoding, greedy fusion, impulse extraction,
+topological sort) leaves only four kinds of transform, each becoming one vertex:
+
+==================  ========================================================================
+Beam                jetbench
+==================  ========================================================================
+Impulse             `ImpulseP`, a source with one instance
+executable stage    `ExecutableStageP`: the fused DoFns, run in an embedded SDK harness
+                    (non-cooperative); side inputs arrive on broadcast edges of priority -1
+GroupByKey          `GroupByKeyP` behind an edge partitioned on the encoded key bytes
+Flatten             `FlattenP`, one inbound ordinal per input PCollection
+==================  ========================================================================
+
+A combine is lifted by Beam's phase into Precombine (in the producing stage), a GroupByKey
+and Merge/ExtractOutputs (in the consuming stage): jetbench's two-stage aggregation shape,
+accumulate locally then combine after the partitioned edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from apache_beam.portability import common_urns
+from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
+from apache_beam.runners.portability.fn_api_runner import translations
+from apache_beam.runners.worker import bundle_processor
+from apache_beam.utils import proto_utils
+
+from ..core.dag import DAG, Edge, Vertex
+from ..processors.supplier import ProcessorSupplier
+from .coding import KeyedSplitter, PipelineCoders
+from .errors import UnsupportedBeamFeature
+from .flatten import FlattenP
+from .grouping import GroupByKeyP
+from .impulse import ImpulseP
+from .metrics import MonitoringCollector
+from .routes import PCollectionRoutes
+from .stage import ExecutableStageP, SideInputSpec, StageSpec, TimerFamily
+
+__all__ = ["KNOWN_RUNNER_URNS", "BeamPlan", "optimize", "translate"]
+
+IMPULSE = common_urns.primitives.IMPULSE.urn
+FLATTEN = common_urns.primitives.FLATTEN.urn
+GROUP_BY_KEY = common_urns.primitives.GROUP_BY_KEY.urn
+EXECUTABLE_STAGE = common_urns.executable_stage
+#: the transforms the runner implements itself; everything else is fused into stages
+KNOWN_RUNNER_URNS = frozenset([IMPULSE, FLATTEN, GROUP_BY_KEY])
+
+_INPUT_ID = "jetbench/read"
+_SIDE_PRIORITY = -1
+
+
+def optimize(pipeline: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
+    """Beam's fusion and the other standard phases, leaving stages and the known runner URNs."""
+    return translations.optimize_pipeline(pipeline, phases=translations.standard_optimize_phases(),
+                                          known_runner_urns=KNOWN_RUNNER_URNS, partial=False)
+
+
+@dataclass
+class _Node:
+    """One vertex-to-be: its kind, inputs ``(pcollection, role)`` and routes of its outputs."""
+
+    vertex: Vertex
+    kind: str
+    inputs: list[tuple[str, str]]
+    outputs: list[str]
+    routes: PCollectionRoutes = field(default_factory=PCollectionRoutes)
+    steps: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BeamPlan:
+    """What a pipeline became: the DAG, each vertex's Beam steps, and the metrics collector."""
+
+    dag: DAG
+    #: vertex name -> (kind, the Beam steps it runs)
+    vertices: dict[str, tuple[str, list[str]]]
+    collector: MonitoringCollector
+
+    def explain(self) -> str:
+        """The DAG as text: each vertex with its kind and Beam steps, then the edges."""
+        lines = []
+        for v in self.dag.vertices:
+            kind, steps = self.vertices[v.name]
+            lp = "default" if v.local_parallelism is None else v.local_parallelism
+            lines.append(f"{v.name}  [{kind}, parallelism {lp}]")
+            lines.extend(f"    {step}" for step in steps)
+        for e in self.dag.edges:
+            how = e.routing.value + (f", priority {e.edge_priority}" if e.edge_priority else "")
+            lines.append(f"{e.source.name}[{e.source_ordinal}] -> {e.target.name}[{e.destination_ordinal}]  ({how})")
+        return "\n".join(lines)
+
+
+def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None = None,
+              queue_size: int | None = None) -> BeamPlan:
+    """The jetbench DAG of an optimized pipeline (see `optimize`)."""
+    coders = PipelineCoders(optimized)
+    collector = MonitoringCollector()
+    dag = DAG()
+    nodes: list[_Node] = []
+    for transform_id in _leaves(optimized):
+        nodes.append(_node(dag, optimized, transform_id, len(nodes) + 1, coders, collector, parallelism))
+    producers: dict[str, _Node] = {}
+    for node in nodes:
+        for pcoll in node.outputs:
+            producers[pcoll] = node
+    out_ordinals: dict[str, int] = {}
+    for node in nodes:
+        for in_ordinal, (pcoll, role) in enumerate(node.inputs):
+            producer = producers.get(pcoll)
+            if producer is None:
+                raise UnsupportedBeamFeature(f"PCollection {pcoll!r} read by {node.vertex.name!r} has no producer "
+                                             "this runner knows")
+            out = out_ordinals.get(producer.vertex.name, 0)
+            out_ordinals[producer.vertex.name] = out + 1
+            keyed = role == "keyed"
+            producer.routes.add(pcoll, out, KeyedSplitter(coders.windowed_coder(pcoll)) if keyed else None)
+            edge = Edge.from_(producer.vertex, out).to(node.vertex, in_ordinal)
+            if keyed:
+                edge.partitioned(_key_of)
+            elif role == "side":
+                edge.broadcast().priority(_SIDE_PRIORITY)
+            if queue_size is not None:
+                edge.queue_size(queue_size)
+            dag.edge(edge)
+    return BeamPlan(dag, {n.vertex.name: (n.kind, n.steps) for n in nodes}, collector)
+
+
+def _key_of(pair: tuple[bytes, bytes]) -> bytes:
+    return pair[0]
+
+
+def _leaves(pipeline: beam_runner_api_pb2.Pipeline) -> Iterator[str]:
+    """The primitive transforms in topological order (composites walked into)."""
+    transforms = pipeline.components.transforms
+
+    def walk(transform_id: str) -> Iterator[str]:
+        t = transforms[transform_id]
+        if t.subtransforms:
+            for sub in t.subtransforms:
+                yield from walk(sub)
+        elif set(t.outputs.values()) - set(t.inputs.values()) or not t.outputs and t.inputs:
+            yield transform_id
+
+    for root in pipeline.root_transform_ids:
+        yield from walk(root)
+
+
+def _node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, transform_id: str, index: int,
+          coders: PipelineCoders, collector: MonitoringCollector, parallelism: int | None) -> _Node:
+    t = pipeline.components.transforms[transform_id]
+    urn = t.spec.urn
+    if urn == IMPULSE:
+        (out,) = t.outputs.values()
+        routes = PCollectionRoutes()
+        v = dag.new_vertex(f"impulse-{index} {t.unique_name}", ProcessorSupplier(ImpulseP, out, routes), 1)
+        return _Node(v, "impulse", [], [out], routes, [t.unique_name])
+    if urn == FLATTEN:
+        (out,) = t.outputs.values()
+        routes = PCollectionRoutes()
+        v = dag.new_vertex(f"flatten-{index} {t.unique_name}", ProcessorSupplier(FlattenP, out, routes),
+                           parallelism)
+        return _Node(v, "flatten", [(pc, "main") for pc in t.inputs.values()], [out], routes, [t.unique_name])
+    if urn == GROUP_BY_KEY:
+        (inp,) = t.inputs.values()
+        (out,) = t.outputs.values()
+        routes = PCollectionRoutes()
+        supplier = ProcessorSupplier(GroupByKeyP, coders.windowed_coder(inp), coders.windowed_coder(out),
+                                     coders.windowing(inp), out, routes)
+        v = dag.new_vertex(f"group-{index} {t.unique_name}", supplier, parallelism)
+        return _Node(v, "group_by_key", [(inp, "keyed")], [out], routes, [t.unique_name])
+    if urn == EXECUTABLE_STAGE:
+        return _stage_node(dag, pipeline, t, index, coders, collector, parallelism)
+    raise UnsupportedBeamFeature(f"Beam step {t.unique_name!r}: transform {urn!r} is not supported by the "
+                                 "jetbench runner")
+
+
+def _stage_node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, t: beam_runner_api_pb2.PTransform, index: int,
+                coders: PipelineCoders, collector: MonitoringCollector, parallelism: int | None) -> _Node:
+    stage = beam_runner_api_pb2.ExecutableStagePayload.FromString(t.spec.payload)
+    components = stage.components
+    ordered = sorted(stage.transforms, key=_local_order)
+    names = {tid: components.transforms[tid].unique_name for tid in ordered}
+    transforms: dict[str, beam_runner_api_pb2.PTransform] = {names[tid]: components.transforms[tid] for tid in ordered}
+    transforms[_INPUT_ID] = beam_runner_api_pb2.PTransform(
+        unique_name=_INPUT_ID,
+        spec=beam_runner_api_pb2.FunctionSpec(urn=bundle_processor.DATA_INPUT_URN, payload=beam_fn_api_pb2.RemoteGrpcPort(
+            coder_id=coders.windowed_coder_id(stage.input)).SerializeToString()),
+        outputs={"out": stage.input})
+    outputs: dict[str, str] = {}
+    for k, pcoll in enumerate(stage.outputs):
+        write_id = f"jetbench/write/{k}"
+        transforms[write_id] = beam_runner_api_pb2.PTransform(
+            unique_name=write_id,
+            spec=beam_runner_api_pb2.FunctionSpec(urn=bundle_processor.DATA_OUTPUT_URN,
+                                                  payload=beam_fn_api_pb2.RemoteGrpcPort(
+                                                      coder_id=coders.windowed_coder_id(pcoll)).SerializeToString()),
+            inputs={"in": pcoll})
+        outputs[write_id] = pcoll
+    descriptor = beam_fn_api_pb2.ProcessBundleDescriptor(
+        transforms=transforms, pcollections=components.pcollections, coders=pipeline.components.coders,
+        windowing_strategies=components.windowing_strategies, environments=components.environments)
+    inputs: list[tuple[str, str]] = [(stage.input, "main")]
+    sides: list[SideInputSpec] = []
+    for side in stage.side_inputs:
+        consumer = components.transforms[side.transform_id]
+        pcoll = consumer.inputs[side.local_name]
+        payload = proto_utils.parse_Bytes(consumer.spec.payload, beam_runner_api_pb2.ParDoPayload)
+        sides.append(SideInputSpec(len(inputs), names[side.transform_id], side.local_name,
+                                   payload.side_inputs[side.local_name].access_pattern, coders.windowed_coder(pcoll)))
+        inputs.append((pcoll, "side"))
+    timers = []
+    for tid in ordered:
+        spec = components.transforms[tid].spec
+        if spec.urn in translations.PAR_DO_URNS:
+            payload = proto_utils.parse_Bytes(spec.payload, beam_runner_api_pb2.ParDoPayload)
+            for family_id, family in payload.timer_family_specs.items():
+                timers.append(TimerFamily(names[tid], family_id, coders.coder(family.timer_family_coder_id)))
+    stateful = bool(stage.user_states or stage.timers or timers)
+    steps = [names[tid] for tid in ordered]
+    name = f"stage-{index} {_short(steps)}"
+    routes = PCollectionRoutes()
+    spec = StageSpec(name, descriptor, _INPUT_ID, outputs, steps, sides, frozenset(), timers, stateful)
+    v = dag.new_vertex(name, ProcessorSupplier(ExecutableStageP, spec, routes, collector),
+                       1 if stateful else parallelism)
+    return _Node(v, "stage", inputs, list(stage.outputs), routes, steps)
+
+
+def _local_order(transform_id: str) -> tuple[int, str]:
+    tail = transform_id.rsplit("_", 1)[-1]
+    return (int(tail), transform_id) if tail.isdigit() else (1 << 30, transform_id)
+
+
+def _short(steps: list[str]) -> str:
+    """A stage's label: its first and last step (not the ones between, which a reader of an
+    error naming the failed step should not mistake for it)."""
+    if not steps:
+        return "(empty)"
+    return steps[0] if len(steps) == 1 else f"{steps[0]} .. {steps[-1]}"
