@@ -371,6 +371,8 @@ class ExecutionService:
         if config is not None and not isinstance(config, JobConfig):
             raise JetbenchError(f"config must be a JobConfig, got {config!r}")
         if config is not None and (config.snapshots or config.initial_snapshot is not None):
+            if config.resume and name is None:
+                raise JetbenchError("JobConfig(resume=True) resumes a job by its name: submit(dag, name=..., config=...)")
             return self._submit_fault_tolerant(dag, name or f"job-{next(_job_ids)}", config)
         job = Job(name or f"job-{next(_job_ids)}", self.clock)
         job.service = self
@@ -416,8 +418,8 @@ class ExecutionService:
         from .snapshot import FaultTolerantJob, open_store
 
         store = open_store(config.snapshot_store)
-        initial = None
-        if config.initial_snapshot is not None:
+        initial = store.load(f"job/{name}") if config.resume else None  # what a killed run of it left
+        if initial is None and config.initial_snapshot is not None:
             initial = store.load(config.initial_snapshot)
             if initial is None:
                 known = ", ".join(map(repr, store.owners())) or "none"

@@ -1,7 +1,7 @@
 """`JobConfig`: what a job asks of the engine beyond its DAG, Jet's ``JobConfig``.
 
 >>> JobConfig()
-JobConfig(processing_guarantee='none', snapshot_interval_ms=10000, max_restarts=3, snapshot_store=None, initial_snapshot=None)
+JobConfig(processing_guarantee='none', snapshot_interval_ms=10000, max_restarts=3, snapshot_store=None, initial_snapshot=None, resume=False)
 >>> JobConfig(processing_guarantee="exactly_once", snapshot_interval_ms=500).snapshots
 True
 >>> JobConfig(processing_guarantee="twice")
@@ -45,6 +45,21 @@ class JobConfig:
     ``snapshots.sqlite`` file under the user's cache directory). ``initial_snapshot``: start from
     the named snapshot (one `Job.export_snapshot` made, or ``"job/<name>"``: the last good
     snapshot a job of that name left in the store, e.g. when its process was killed).
+    ``resume``: a job submitted under a name whose snapshots are still in the store (its
+    process was killed) goes on from the last good one (before ``initial_snapshot``, which
+    the killed run had started from); with none there it starts as usual. So a process that
+    may be killed runs the same code again to finish its job:
+
+    >>> import tempfile
+    >>> from jetbench import DAG, Edge, ExecutionService
+    >>> from jetbench.processors import collect_sink, items_source
+    >>> dag = DAG()
+    >>> src, out = dag.new_vertex("src", items_source(range(5))), dag.new_vertex("out", collect_sink())
+    >>> _ = dag.edge(Edge.between(src, out))
+    >>> store = tempfile.mkdtemp() + "/s.sqlite"
+    >>> config = JobConfig("exactly_once", snapshot_store=store, resume=True)
+    >>> sorted(ExecutionService().submit(dag, name="nightly", config=config).join())  # nothing to resume
+    [0, 1, 2, 3, 4]
     """
 
     processing_guarantee: str = NONE
@@ -52,6 +67,7 @@ class JobConfig:
     max_restarts: int = 3
     snapshot_store: StoreSpec = None
     initial_snapshot: str | None = None
+    resume: bool = False
 
     def __post_init__(self) -> None:
         if self.processing_guarantee not in GUARANTEES:
@@ -66,6 +82,10 @@ class JobConfig:
         if self.initial_snapshot is not None and (not isinstance(self.initial_snapshot, str)
                                                   or not self.initial_snapshot):
             raise JetbenchError(f"initial_snapshot must be a snapshot's name, got {self.initial_snapshot!r}")
+        if not isinstance(self.resume, bool):
+            raise JetbenchError(f"resume must be True or False, got {self.resume!r}")
+        if self.resume and not self.snapshots:
+            raise JetbenchError("resume=True needs a processing guarantee: a job without one leaves no snapshots")
 
     @property
     def snapshots(self) -> bool:
