@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -434,44 +433,147 @@ def test_a_truncated_store_file_is_a_clear_error(tmp_path):
             store.load(f"job/{sid}")
 
 
-# -- a process killed with SIGKILL, resumed by a new one -----------------------------------------
+# -- a process killed with SIGKILL, again and again, resumed each time by a new one --------------
+
+#: the paced job of the SIGKILL test: KILL_N events at KILL_RATE/s (6 s of input), keyed
+#: tumbling windows of 100 ms of event time, the windows and the events to files sinks
+KILL_N, KILL_RATE, KILL_KEYS = 6000, 1000, 5
+#: long event lines: more than a file buffer (8 KiB) is written between two snapshots, so a kill
+#: finds lines on disk past the snapshot's length, which the restored sink must cut off
+PAD = "." * 400
+
+
+def _kill_event(seq: int) -> tuple[int, int]:
+    return seq % KILL_KEYS if seq % 11 else (seq * 7) % KILL_KEYS, seq  # (key, event time)
+
+
+def _killed_pipeline(out: str, rate: float) -> Any:
+    """Events -> a files sink (``out/events``) and keyed windows -> a files sink (``out/windows``);
+    what it writes does not depend on pacing nor on the threads (compared as sets of lines)."""
+    from jetbench import Pipeline, aggregate, sinks, sources
+    from jetbench.window import tumbling
+
+    p = Pipeline()
+    events = p.read_from(sources.generator(rate, _kill_event, timestamped=False, count=KILL_N)) \
+        .set_local_parallelism(1).add_timestamps(lambda e: e[1]).set_local_parallelism(1)
+    events.map(lambda e: f"event {e[0]} {e[1]:05d} {PAD}").write_to(sinks.files(os.path.join(out, "events")))
+    events.group_by(lambda e: e[0]).window(tumbling(100)).aggregate(aggregate.counting()) \
+        .map(lambda r: f"window {r.start} {r.key} {r.value}").write_to(sinks.files(os.path.join(out, "windows")))
+    return p
+
+
+def _lines(out: Path) -> Counter[str]:
+    return Counter(line for part in sorted(out.glob("*/part-*")) for line in part.read_text().splitlines())
+
 
 _CHILD = textwrap.dedent("""
     import sys
     sys.path.insert(0, {tests!r})
-    from collections import Counter
     from jetbench import ExecutionService
     from jetbench.core.job_config import JobConfig
-    from test_fault_tolerance import _keyed_count_dag
-    store, resume = sys.argv[1], sys.argv[2] == "resume"
-    config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=store,
-                       initial_snapshot="job/killed" if resume else None)
-    result = ExecutionService().submit(_keyed_count_dag(None, rate={rate}), name="killed", config=config).join(60)
-    print(sorted(result))
+    from test_fault_tolerance import KILL_RATE, _killed_pipeline
+    store, out = sys.argv[1], sys.argv[2]
+    config = JobConfig("exactly_once", snapshot_interval_ms=100, snapshot_store=store, resume=True)
+    job = ExecutionService(cooperative_threads=2).submit(_killed_pipeline(out, KILL_RATE), name="killed",
+                                                         config=config)
+    print("running", job.restored_from, flush=True)
+    job.join(120)
+    print("done", flush=True)
 """)
 
 
+def _started(child: subprocess.Popen[str], timeout: float) -> int | None:
+    """The id of the snapshot the child's job was restored from (0: none) once it runs; None if
+    it ended first."""
+    import selectors
+
+    assert child.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(child.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            child.kill()
+            raise AssertionError(f"the child printed nothing within {timeout} s")
+        line = child.stdout.readline().split()
+    return int(line[1]) if line[:1] == ["running"] else None
+
+
 @pytest.mark.slow
-def test_a_job_killed_with_sigkill_resumes_in_a_new_process_from_the_store(tmp_path):
-    store_path = str(tmp_path / "s.sqlite")
+@pytest.mark.parametrize("seed", [16, 1603, 9161])
+def test_a_job_killed_with_sigkill_again_and_again_resumes_in_new_processes_to_the_failure_free_output(
+        tmp_path, seed):
+    """A paced exactly-once job writing files is killed with SIGKILL at random times, each new
+    process going on from the store (resume=True) until one finishes: the files hold exactly
+    the failure-free run's lines, none twice, none lost."""
+    import random
+
+    reference = tmp_path / "reference"
+    ExecutionService(cooperative_threads=2).run(_killed_pipeline(str(reference), 1e7).to_dag(), 60)
+    expected = _lines(reference)
+    assert len(expected) == KILL_N + sum(1 for _ in {(k, t // 100) for k, t in map(_kill_event, range(KILL_N))})
+
+    rng = random.Random(seed)
+    kills = [rng.uniform(0.0, 1.2) for _ in range(3)]  # seconds after a process's job started
+    store, out = tmp_path / "s.sqlite", tmp_path / "out"
     script = tmp_path / "child.py"
-    script.write_text(_CHILD.format(tests=str(Path(__file__).parent), rate=3000))  # 6000 items: 2 s
+    script.write_text(_CHILD.format(tests=str(Path(__file__).parent)))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen([sys.executable, str(script), store_path, "start"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # a few snapshots are in, the job is far from done
-        if os.path.exists(store_path) and SnapshotStore(store_path).owners().get("job/killed", 0) >= 5:
-            break
-        time.sleep(0.02)
-    child.send_signal(signal.SIGKILL)
-    child.wait(10)
-    assert child.returncode == -signal.SIGKILL
-    left = SnapshotStore(store_path).load("job/killed")
-    assert left is not None and left.snapshot_id >= 5
-    resumed = subprocess.run([sys.executable, str(script), store_path, "resume"], env=env, capture_output=True,
-                             text=True, timeout=60)
-    assert resumed.returncode == 0, resumed.stderr
-    expected = sorted(Counter({k: len(range(k, N, 7)) for k in range(7)}).items())
-    assert resumed.stdout.strip() == str(expected)
-    assert SnapshotStore(store_path).owners() == {}
+    history: list[tuple[int, str]] = []  # (restored from, how the process ended)
+    for run in range(len(kills) + 1):
+        child = subprocess.Popen([sys.executable, str(script), str(store), str(out)], env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            restored = _started(child, 60)
+            killed = False
+            if restored is not None and run < len(kills):
+                try:
+                    child.wait(kills[run])
+                except subprocess.TimeoutExpired:
+                    child.send_signal(signal.SIGKILL)
+                    killed = True
+            _, err = child.communicate(timeout=120)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        context = f"seed {seed}, kills at {[round(k, 3) for k in kills]} s, runs so far {history}"
+        if killed:
+            assert child.returncode == -signal.SIGKILL, f"{context}\n{err}"
+            history.append((restored or 0, "killed"))
+            continue
+        assert child.returncode == 0, f"{context}\n{err}"
+        history.append((restored or 0, "finished"))
+        break
+    context = f"seed {seed}, kills at {[round(k, 3) for k in kills]} s, runs {history}"
+    assert history[-1][1] == "finished", context
+    assert any(how == "killed" for _, how in history), f"no process was killed mid-job: {context}"
+    assert any(restored > 0 for restored, _ in history[1:]), f"no process resumed from a snapshot: {context}"
+    got = _lines(out)
+    duplicated, lost = (sorted(line[:20] for line in c.elements()) for c in (got - expected, expected - got))
+    assert got == expected, f"{context}: {len(duplicated)} lines duplicated {duplicated[:3]}, {len(lost)} lost {lost[:3]}"
+    assert SnapshotStore(store).owners() == {}, "the finished job forgot its snapshots"
+
+
+def test_resume_goes_on_from_the_snapshot_a_job_of_that_name_left_and_else_starts_as_asked(tmp_path):
+    store = SnapshotStore(tmp_path / "s.sqlite")
+    exporter = ExecutionService().submit(_keyed_count_dag(None, rate=5000), name="exporter",
+                                         config=JobConfig("exactly_once", snapshot_interval_ms=60_000,
+                                                          snapshot_store=store))
+    first = exporter.export_snapshot("first")
+    second = exporter.export_snapshot("second")
+    exporter.cancel()
+    with pytest.raises(JobError):
+        exporter.join(30)
+    left = store.load("second")
+    assert left is not None and second.snapshot_id > first.snapshot_id
+    store.write("job/nightly", left)  # as a killed process running 'nightly' would have left it
+    expected = Counter({k: len(range(k, N, 7)) for k in range(7)})
+    for name, restored in (("nightly", second.snapshot_id), ("other", first.snapshot_id)):
+        config = JobConfig("exactly_once", snapshot_store=store, initial_snapshot="first", resume=True)
+        job = ExecutionService().submit(_keyed_count_dag(None), name=name, config=config)
+        assert Counter(dict(job.join(30))) == expected
+        assert job.restored_from == restored, name
+    assert "job/nightly" not in store.owners(), "the resumed job finished and forgot its snapshots"
+    with pytest.raises(JetbenchError, match="resumes a job by its name"):
+        ExecutionService().submit(_keyed_count_dag(None), config=JobConfig("exactly_once", resume=True))
+    with pytest.raises(JetbenchError, match="resume=True needs a processing guarantee"):
+        JobConfig(resume=True)
