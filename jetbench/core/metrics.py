@@ -11,6 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: A tasklet's ``snapshot_state`` while the snapshot it names is in phase 1 (its barrier travels)
+BARRIER_STATES = ("awaiting barrier", "aligning", "saving")
+
+
+@dataclass(frozen=True)
+class InboundBarrier:
+    """Where the barrier of snapshot ``snapshot_id`` is on one inbound ordinal of one instance,
+    counted in queues (one per upstream instance): ``in_queue`` emitted upstream, not yet taken
+    here; ``held`` taken here, waiting for the other inputs (exactly-once: the queue is not
+    drained meanwhile); ``passed`` taken and forwarded with this instance's state saved."""
+
+    ordinal: int
+    snapshot_id: int
+    in_queue: int
+    held: int
+    passed: int
+
 
 @dataclass(frozen=True)
 class TaskletStatistics:
@@ -36,6 +53,12 @@ class TaskletStatistics:
     #: ``(ordinal, size, capacity)`` per inbound ordinal (one DAG edge each), finished edges too;
     #: ``queues_size``/``queues_capacity`` above cover only the streams being drained now
     inbound_queues: tuple[tuple[int, int, int], ...] = ()
+    #: a job with a processing guarantee: where this instance is in snapshot ``snapshot_id``
+    #: ("awaiting barrier", "aligning", "saving", "saved", "phase 2", "final save", "restoring";
+    #: "" with nothing in flight or without a guarantee) and, per inbound ordinal, its barrier
+    snapshot_state: str = ""
+    snapshot_id: int = 0
+    inbound_barriers: tuple[InboundBarrier, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,6 +89,14 @@ class QueueStatistics:
     size: int
     capacity: int
     fill: float  # size / capacity, 0.0 without a queue
+    #: the barrier of the snapshot in flight on this edge (`JobMetrics.barrier_in_flight`; 0 and
+    #: "" when none): "in queue", "held" (exactly-once; "received" at-least-once) or "passed",
+    #: the most telling of its queues, and how many of them are in each case (`InboundBarrier`)
+    barrier_id: int = 0
+    barrier: str = ""
+    barrier_in_queue: int = 0
+    barrier_held: int = 0
+    barrier_passed: int = 0
 
 
 @dataclass(frozen=True)
@@ -125,8 +156,14 @@ class JobMetrics:
             row["queues_size"] += t.queues_size
         return totals
 
+    def barrier_in_flight(self) -> int:
+        """The snapshot whose barriers travel now (0: none), the newest one some instance has
+        not yet saved: its tasklets' ``snapshot_state`` is one of `BARRIER_STATES`."""
+        return max((t.snapshot_id for t in self.tasklets if t.snapshot_state in BARRIER_STATES), default=0)
+
     def by_edge(self) -> tuple[QueueStatistics, ...]:
-        """Queue size and capacity per DAG edge (in the DAG's order), summed over the instances.
+        """Queue size and capacity per DAG edge (in the DAG's order), summed over the instances,
+        with where the barrier of the snapshot in flight is on it (`QueueStatistics`).
 
         Inbound ordinals missing from ``edges`` (a snapshot built by hand) come last, with
         an empty ``source``.
@@ -137,6 +174,7 @@ class JobMetrics:
                 acc = sums.setdefault((t.vertex, ordinal), [0, 0])
                 acc[0] += size
                 acc[1] += capacity
+        barriers = self._barriers_by_edge()
         keys = [(src, dst, ordinal) for src, dst, ordinal in self.edges]
         known = {(dst, ordinal) for _, dst, ordinal in keys}
         keys += [("", dst, ordinal) for dst, ordinal in sums if (dst, ordinal) not in known]
@@ -144,8 +182,30 @@ class JobMetrics:
         for src, dst, ordinal in keys:
             size, capacity = sums.get((dst, ordinal), (0, 0))
             out.append(QueueStatistics(edge_label(src, dst, ordinal) if src else f"→ {dst} #{ordinal}",
-                                       src, dst, ordinal, size, capacity, size / capacity if capacity else 0.0))
+                                       src, dst, ordinal, size, capacity, size / capacity if capacity else 0.0,
+                                       *barriers.get((dst, ordinal), (0, "", 0, 0, 0))))
         return tuple(out)
+
+    def _barriers_by_edge(self) -> dict[tuple[str, int], tuple[int, str, int, int, int]]:
+        """``(destination, ordinal) -> (id, word, in queue, held, passed)`` for the snapshot in flight."""
+        n = self.barrier_in_flight()
+        if n == 0:
+            return {}
+        counts: dict[tuple[str, int], list[int]] = {}
+        for t in self.tasklets:
+            for b in t.inbound_barriers:
+                if b.snapshot_id == n:
+                    acc = counts.setdefault((t.vertex, b.ordinal), [0, 0, 0])
+                    acc[0] += b.in_queue
+                    acc[1] += b.held
+                    acc[2] += b.passed
+        held = "received" if self.snapshots is not None and self.snapshots.guarantee == "at_least_once" else "held"
+        out: dict[tuple[str, int], tuple[int, str, int, int, int]] = {}
+        for key, (in_queue, n_held, passed) in counts.items():
+            word = held if n_held else "in queue" if in_queue else "passed" if passed else ""
+            if word:
+                out[key] = (n, word, in_queue, n_held, passed)
+        return out
 
     def table(self) -> str:
         """A plain-text table of the tasklets, for terminals."""

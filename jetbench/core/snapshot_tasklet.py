@@ -24,17 +24,26 @@ it is part of every later snapshot) and only then emits DONE.
 Restore: a tasklet planned with entries starts INIT -> RESTORE_SNAPSHOT (its entries through
 ``restore_from_snapshot(inbox)``) -> FINISH_RESTORE -> PROCESS / COMPLETE, or straight to
 EMIT_DONE if the instance had finished in the snapshot restored.
+
+Seen from a sampler (`SnapshotTasklet.statistics`): the instance's ``snapshot_state`` and, per
+inbound ordinal, in how many queues the barrier in flight is still travelling, held or passed.
+To tell "still travelling", a tasklet that emits barrier *n* notes, per outbound queue, how many
+items that queue had been offered with the barrier (``SnapshotSetup.barrier_marks``): the
+barrier is still in the queue while the consumer has polled fewer. That is the only cost, once
+per barrier; everything else is read when a sampler asks.
 """
 
 from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from .errors import JetbenchError
 from .inbox import Inbox
 from .items import DONE, SnapshotBarrier
+from .metrics import InboundBarrier, TaskletStatistics
 from .processor import Processor, ProcessorContext
 from .queues import InboundStream, SPSCQueue
 from .routing import Collector
@@ -165,6 +174,7 @@ class SnapshotTasklet(ProcessorTasklet):
         last_snapshot_id: int = 0,
         restore: list[tuple[Any, Any]] | None = None,
         restored_done: bool = False,
+        barrier_marks: dict[int, tuple[int, int]] | None = None,
     ):
         super().__init__(processor, context, inbound, collectors, outbox_capacity, inbox_limit, wait_for_room)
         self.snapshot = snapshot
@@ -177,6 +187,9 @@ class SnapshotTasklet(ProcessorTasklet):
         self._restored_done = restored_done
         self._entries: list[tuple[Any, Any]] = []
         self._resume: Callable[[], bool] = self._step_process  # where a snapshot step returns to
+        #: id(queue) -> (snapshot id, the queue's ``offered`` with its barrier), shared by the
+        #: execution's tasklets (see the module's docstring)
+        self._barrier_marks: dict[int, tuple[int, int]] = {} if barrier_marks is None else barrier_marks
         #: snapshots this instance took part in (phase 1 done)
         self.snapshots_taken = 0
 
@@ -352,6 +365,10 @@ class SnapshotTasklet(ProcessorTasklet):
         barrier = SnapshotBarrier(self._next_id)
         if not self._offer_control(barrier):
             return False
+        marks = self._barrier_marks
+        for collector in self._collectors:
+            for q in collector.targets:
+                marks[id(q)] = (self._next_id, q.offered)
         entries = self._pickled()
         self._prepared_id = self._next_id
         self._next_id += 1
@@ -366,6 +383,69 @@ class SnapshotTasklet(ProcessorTasklet):
         self._finished_id = self._prepared_id
         self.snapshot.phase2_done(self, self._finished_id)
         return self._transition(self._resume)
+
+    # -- what a sampler sees -------------------------------------------------------------------
+
+    def statistics(self) -> TaskletStatistics:
+        """`ProcessorTasklet.statistics` with where this instance is in the snapshot in flight
+        (``snapshot_state``, ``snapshot_id``) and its inbound barriers (`InboundBarrier`)."""
+        state, snapshot_id = self.snapshot_progress()
+        return replace(super().statistics(), snapshot_state=state, snapshot_id=snapshot_id,
+                       inbound_barriers=self.inbound_barriers())
+
+    def snapshot_progress(self) -> tuple[str, int]:
+        """``(word, snapshot id)``: "awaiting barrier" (asked for, no input has delivered it),
+        "aligning" (exactly-once: some inputs delivered it and are held), "saving" (its state,
+        then the barrier downstream), "saved" (phase 1 done, phase 2 not open yet), "phase 2",
+        "final save" (the completed processor's state), "restoring"; ``("", 0)`` otherwise."""
+        step = self._step.__name__
+        prepared = self._prepared_id
+        if step in _RESTORE_STEPS:
+            return "restoring", prepared
+        if step == _SAVE_FINAL_STEP:
+            return "final save", 0
+        if step in _SAVE_STEPS:
+            return "saving", self._next_id
+        if self.is_done or step in _END_STEPS:
+            return "", 0
+        if prepared > self._finished_id or step in _PHASE2_STEPS:
+            return ("phase 2" if self.snapshot.phase2_id >= prepared else "saved"), prepared
+        if self.snapshot.requested_id >= self._next_id:
+            held = bool(self._barrier_ordinals) or any(
+                isinstance(s, BarrierInboundStream) and s._current is not None and s._got for s in self.inbound)
+            return ("aligning" if self._exactly_once and held else "awaiting barrier"), self._next_id
+        return "", 0
+
+    def inbound_barriers(self) -> tuple[InboundBarrier, ...]:
+        """Per inbound ordinal, how many of its live queues hold the barrier of the newest
+        snapshot asked for, in the queue, held here, or passed (empty before the first)."""
+        n = self.snapshot.requested_id
+        if n <= 0:
+            return ()
+        passed = self._prepared_id >= n
+        marks = self._barrier_marks
+        out: list[InboundBarrier] = []
+        for stream in self.inbound:
+            live = stream._live
+            if passed:
+                out.append(InboundBarrier(stream.ordinal, n, 0, 0, len(live)))
+                continue
+            all_held = stream.ordinal in self._barrier_ordinals
+            got: list[SPSCQueue] = []
+            if isinstance(stream, BarrierInboundStream):
+                current = stream._current
+                if current is not None and current.snapshot_id == n:
+                    got = stream._got
+            held = in_queue = 0
+            for q in live:
+                if all_held or q in got:
+                    held += 1
+                else:
+                    mark = marks.get(id(q))
+                    if mark is not None and mark[0] == n and q.polled < mark[1]:
+                        in_queue += 1
+            out.append(InboundBarrier(stream.ordinal, n, in_queue, held, 0))
+        return tuple(out)
 
 
 _STATE_OF_STEP.update({
@@ -382,6 +462,15 @@ _STATE_OF_STEP.update({
     SnapshotTasklet._step_emit_barrier.__name__: TaskletState.EMIT_BARRIER,
     SnapshotTasklet._step_commit_finish.__name__: TaskletState.SNAPSHOT_COMMIT_FINISH,
 })
+
+#: the steps `SnapshotTasklet.snapshot_progress` names, by method name (as `_STATE_OF_STEP`)
+_RESTORE_STEPS = frozenset({SnapshotTasklet._step_restore.__name__, SnapshotTasklet._step_finish_restore.__name__})
+_SAVE_FINAL_STEP = SnapshotTasklet._step_save_final.__name__
+_SAVE_STEPS = frozenset({SnapshotTasklet._step_save.__name__, SnapshotTasklet._step_commit_prepare.__name__,
+                         SnapshotTasklet._step_emit_barrier.__name__})
+_PHASE2_STEPS = frozenset({SnapshotTasklet._step_wait_completed.__name__, SnapshotTasklet._step_commit_finish.__name__})
+_END_STEPS = frozenset({SnapshotTasklet._step_emit_done.__name__, SnapshotTasklet._step_close.__name__,
+                        SnapshotTasklet._step_end.__name__})
 
 
 def restore_inbox(entries: list[tuple[Any, Any]]) -> Inbox:
@@ -405,6 +494,8 @@ class SnapshotSetup:
         self.last_snapshot_id = last_snapshot_id
         self.restore = restore
         self.done = done or {}
+        #: id(queue) -> (snapshot id, offered count with its barrier): the tasklets' barrier marks
+        self.barrier_marks: dict[int, tuple[int, int]] = {}
 
     def stream(self, ordinal: int, priority: int, queues: list[SPSCQueue]) -> InboundStream:
         return BarrierInboundStream(ordinal, priority, queues, self.context.exactly_once)
@@ -418,4 +509,5 @@ class SnapshotSetup:
             per_instance = self.restore.get(vertex)
             restore = list(per_instance[k]) if per_instance is not None else []
         return SnapshotTasklet(processor, context, inbound, collectors, outbox_capacity, inbox_limit, wait_for_room,
-                               self.context, self.last_snapshot_id, restore, k in self.done.get(vertex, ()))
+                               self.context, self.last_snapshot_id, restore, k in self.done.get(vertex, ()),
+                               self.barrier_marks)
