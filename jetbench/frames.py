@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 def metrics_frame(source: MetricsSampler | JobMetrics | list[dict[str, Any]], kind: str = "tasklet") -> pd.DataFrame:
     """A DataFrame of tasklet (``kind="tasklet"``), worker (``kind="worker"``) or per-edge queue
-    (``kind="queue"``: edge, source, destination, ordinal, size, capacity, fill) statistics.
+    (``kind="queue"``: edge, source, destination, ordinal, size, capacity, fill, and the barrier
+    of a snapshot in flight: barrier_id, barrier, barrier_in_queue / _held / _passed) statistics.
 
     ``source`` is a `MetricsSampler` (one row per tasklet, worker or edge per sample, with the
     sample time ``t``), its ``records``, or a single `JobMetrics` snapshot.
