@@ -17,6 +17,7 @@ import pytest
 from jetbench import DAG, Edge, ExecutionService, Processor
 from jetbench.core.job_config import JobConfig
 from jetbench.core.metrics import JobMetrics, QueueStatistics
+from jetbench.frames import metrics_frame
 
 
 class Gates:
@@ -143,6 +144,8 @@ def test_the_barrier_is_seen_in_the_queue_then_held_then_passed(tmp_path, guaran
                      m.tasklet("early").emitted_count == 8, f"the barrier {held} with three items behind it")
         q = edges(m)["early → join #0"]
         assert (q.barrier_id, q.barrier_in_queue, q.barrier_held, q.barrier_passed) == (1, 0, 1, 0)
+        frame = metrics_frame(m, kind="queue").set_index("edge")  # the frame has the barrier columns
+        assert frame.loc["early → join #0", ["barrier_id", "barrier", "barrier_held"]].tolist() == [1, held, 1]
         assert states(m)["join"] == ("aligning" if guarantee == "exactly_once" else "awaiting barrier", 1)
         if guarantee == "exactly_once":  # the held queue is not drained: the three items wait in it
             assert q.size == 3 and m.tasklet("join").received_count == 5
