@@ -24,6 +24,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "idle_strategy": (str, "backoff", "what an idle worker does: 'backoff' or 'timer'"),
     "queue_size": (int, None, "capacity in items (encoded chunks) of each queue of each edge"),
     "processing_guarantee": (str, "none", "'none' (the only one the runner takes so far)"),
+    "drain": (bool, False, "run as a drain: splittable DoFns truncate their restrictions (Beam's is_drain)"),
 }
 
 
@@ -33,4 +34,7 @@ class JetbenchOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser: Any) -> None:
         for name, (kind, default, text) in SETTINGS.items():
-            parser.add_argument(f"--jetbench_{name}", type=kind, default=default, help=text)
+            if kind is bool:
+                parser.add_argument(f"--jetbench_{name}", action="store_true", default=default, help=text)
+            else:
+                parser.add_argument(f"--jetbench_{name}", type=kind, default=default, help=text)

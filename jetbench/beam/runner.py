@@ -48,7 +48,7 @@ _lock = threading.Lock()
 class JetbenchRunner(PipelineRunner):
     """Runs Beam pipelines as jetbench jobs. Keyword arguments override the pipeline's
     `JetbenchOptions` (``cooperative_threads``, ``parallelism``, ``min_idle_us``,
-    ``max_idle_us``, ``idle_strategy``, ``queue_size``, ``processing_guarantee``)."""
+    ``max_idle_us``, ``idle_strategy``, ``queue_size``, ``processing_guarantee``, ``drain``)."""
 
     def __init__(self, **settings: Any):
         unknown = sorted(set(settings) - set(SETTINGS))
@@ -104,7 +104,7 @@ class JetbenchRunner(PipelineRunner):
             raise UnsupportedBeamFeature(f"JetbenchRunner cannot run this pipeline: {exc}") from None
         _refuse_unsupported(pipeline)
         with _lock:  # Beam's optimizer keeps module-level counters
-            optimized = optimize(pipeline)
+            optimized = optimize(pipeline, bool(settings["drain"]))
         return translate(optimized, settings["parallelism"], settings["queue_size"])
 
 

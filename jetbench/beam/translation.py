@@ -54,10 +54,11 @@ _INPUT_ID = "jetbench/read"
 _SIDE_PRIORITY = -1
 
 
-def optimize(pipeline: beam_runner_api_pb2.Pipeline) -> beam_runner_api_pb2.Pipeline:
-    """Beam's fusion and the other standard phases, leaving stages and the known runner URNs."""
+def optimize(pipeline: beam_runner_api_pb2.Pipeline, drain: bool = False) -> beam_runner_api_pb2.Pipeline:
+    """Beam's fusion and the other standard phases, leaving stages and the known runner URNs
+    (``drain``: splittable DoFns expanded to truncate their restrictions, Beam's ``is_drain``)."""
     return translations.optimize_pipeline(pipeline, phases=translations.standard_optimize_phases(),
-                                          known_runner_urns=KNOWN_RUNNER_URNS, partial=False)
+                                          known_runner_urns=KNOWN_RUNNER_URNS, partial=False, is_drain=drain)
 
 
 @dataclass
