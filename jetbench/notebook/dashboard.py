@@ -10,7 +10,8 @@ through its API: the idle bounds through ``job.service.set_idle`` (applied to ru
 at their next park), the idle strategy through ``job.service.set_idle_strategy`` when the service
 has one, cancel through ``job.cancel()``, suspend and resume (a job with a processing guarantee)
 through ``job.suspend()`` / ``job.resume()``. Such a job's state also carries its snapshot
-figures (last snapshot id, age, duration, size; snapshots taken; restarts).
+figures (last snapshot id, age, duration, size; snapshots taken; restarts) and, while a snapshot
+is in flight, where its barrier is on each edge of the queue view and each tasklet's snapshot state.
 """
 
 from __future__ import annotations

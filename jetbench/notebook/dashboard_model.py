@@ -6,6 +6,9 @@ number of tasklets: above ``max_rows`` tasklets the table has one row per vertex
 ``max_rows`` vertices the tail is folded into one row), the queue view has one sparkline per DAG
 edge (at most ``max_rows``, the rest counted in ``queues_hidden``), queue and CPU histories have
 a fixed number of points, and worker series are capped. Rates come from deltas between snapshots.
+For a job with a processing guarantee, while a snapshot is in flight (``barrier_in_flight``) each
+queue row says where its barrier is (`barrier_state`: in the queue, held for alignment, passed)
+and each tasklet row where the instance is in that snapshot (``snap``: "aligning", "saving", ...).
 
 >>> from jetbench import ExecutionService
 >>> from jetbench.wordcount import wordcount_dag
@@ -27,7 +30,7 @@ from .progress import job_ends
 
 if TYPE_CHECKING:
     from ..core import Job, JobMetrics
-    from ..core.metrics import SnapshotStatistics
+    from ..core.metrics import QueueStatistics, SnapshotStatistics
 
 #: What each tasklet state reads as in the table (`jetbench.core.tasklet.TaskletState`).
 STATE_WORDS = {
@@ -91,6 +94,11 @@ def _known_strategies() -> list[str]:
     return sorted(IDLE_STRATEGIES)
 
 
+def _counted(words: dict[str, int]) -> str:
+    """``{"saving": 2, "saved": 1}`` as ``"saving×2 saved"``."""
+    return " ".join(f"{w}×{c}" if c > 1 else w for w, c in words.items())
+
+
 def _r(x: float, nd: int = 1) -> float:
     return round(float(x), nd)
 
@@ -112,6 +120,16 @@ def snapshot_state(s: SnapshotStatistics | None) -> dict[str, Any] | None:
         "restarts": s.restarts,
         "restored_from": s.restored_from,
     }
+
+
+def barrier_state(q: QueueStatistics) -> dict[str, Any] | None:
+    """Where the barrier of the snapshot in flight is on one edge (None: not on it, or none in
+    flight): "in queue", "held" (exactly-once alignment; "received" at-least-once) or "passed",
+    with how many of the edge's queues are in each case."""
+    if not q.barrier:
+        return None
+    return {"id": q.barrier_id, "state": q.barrier, "in_queue": q.barrier_in_queue, "held": q.barrier_held,
+            "passed": q.barrier_passed}
 
 
 class Timeline:
@@ -228,6 +246,9 @@ class DashboardModel:
                     "bp": bool(t.backpressure),
                     "qsize": t.queues_size,
                     "qcap": t.queues_capacity,
+                    # where it is in the snapshot in flight ("aligning", "saving", ... "" none)
+                    "snap": "" if suspended else t.snapshot_state,
+                    "snap_id": t.snapshot_id,
                 }
             )
 
@@ -264,6 +285,7 @@ class DashboardModel:
             v = vertices.setdefault(r["vertex"], {"rate": 0.0})
             v["rate"] += r["irate"]
         queues = []
+        in_flight = m.barrier_in_flight()
         for q in m.by_edge():
             if q.capacity <= 0:
                 continue
@@ -271,7 +293,8 @@ class DashboardModel:
             hist.append(round(q.fill, 3))
             queues.append(
                 {"edge": q.edge, "source": q.source, "destination": q.destination, "ordinal": q.ordinal,
-                 "fill": round(q.fill, 3), "size": q.size, "capacity": q.capacity, "hist": list(hist)}
+                 "fill": round(q.fill, 3), "size": q.size, "capacity": q.capacity, "hist": list(hist),
+                 "barrier": barrier_state(q)}
             )
 
         # -- CPU timeline -----------------------------------------------------------------------
@@ -314,6 +337,7 @@ class DashboardModel:
             },
             "idle": self._idle(),
             "snapshots": snapshot_state(m.snapshots),
+            "barrier_in_flight": 0 if final else in_flight,
             "lifecycle": self._lifecycle(m, final),
         }
         return state
@@ -351,13 +375,18 @@ class DashboardModel:
             "slow": r["slow"],
             "bp": r["bp"],
             "fill": _r(r["qsize"] / cap, 3) if cap else None,
+            "snap": r["snap"],
+            "snap_id": r["snap_id"],
         }
 
     @staticmethod
     def _merge(vertex: str, group: list[dict[str, Any]]) -> dict[str, Any]:
         states: dict[str, int] = {}
+        snaps: dict[str, int] = {}
         for r in group:
             states[r["state"]] = states.get(r["state"], 0) + 1
+            if r["snap"]:
+                snaps[r["snap"]] = snaps.get(r["snap"], 0) + 1
         workers = sorted({r["worker"] for r in group})
         cap = sum(r["qcap"] for r in group)
         instances = sorted(r["instance"] for r in group)
@@ -366,8 +395,7 @@ class DashboardModel:
             "instance": f"×{len(group)}" if len(group) > 1 else str(instances[0]),
             "n": len(group),
             "worker": ",".join(workers) if len(workers) <= 4 else f"{len(workers)} workers",
-            "state": " ".join(f"{s}×{c}" if c > 1 else s for s, c in states.items()) if len(states) > 1
-            else next(iter(states)),
+            "state": _counted(states) if len(states) > 1 else next(iter(states)),
             "in": sum(r["in"] for r in group),
             "out": sum(r["out"] for r in group),
             "rate": _r(sum(r["rate"] for r in group)),
@@ -375,6 +403,8 @@ class DashboardModel:
             "slow": sum(r["slow"] for r in group),
             "bp": sum(1 for r in group if r["bp"]),
             "fill": _r(sum(r["qsize"] for r in group) / cap, 3) if cap else None,
+            "snap": _counted(snaps),
+            "snap_id": max(r["snap_id"] for r in group),
         }
 
     def _workers(self, workers: list[dict[str, Any]]) -> list[dict[str, Any]]:

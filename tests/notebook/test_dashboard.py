@@ -15,6 +15,7 @@ from jetbench import DAG, Edge, ExecutionService, JobCancelled, JobError, Proces
 from jetbench.core.clock import MockClock
 from jetbench.core.job import JobStatus
 from jetbench.core.job_config import JobConfig
+from jetbench.core.metrics import InboundBarrier
 from jetbench.notebook import Dashboard
 from jetbench.notebook.dashboard_model import CPU_HISTORY, QUEUE_HISTORY, DashboardModel, Timeline
 from jetbench.notebook.headless import recording_comms
@@ -529,3 +530,39 @@ def test_bench_dashboard_prints_ratio_and_sampler_cpu():
     assert report["benchmark"] == "dashboard" and report["results_equal"] is True
     assert report["ratio"] == pytest.approx(report["jetbench_items_per_s"] / report["baseline_items_per_s"])
     assert 0 < report["sampler_cpu_percent"] < 50 and report["hz"] == 10
+
+
+def test_state_shows_where_the_barrier_in_flight_is_per_edge_and_tasklet():
+    """Snapshot 4 in flight (the counters a sampler would read, set by hand): the edge into the
+    count has its barrier held on one instance and still queued for the other, the sink's edge
+    has none yet; the rows say where each tasklet is, folded per vertex above ``max_rows``."""
+    job = ExecutionService().submit(keyed_count_dag(50_000, 200))
+    job.join(10)
+    m = job.metrics()
+    where = {("source", 0): ("saved", 4, ()), ("count", 0): ("saving", 4, (InboundBarrier(0, 4, 0, 1, 0),)),
+             ("count", 1): ("awaiting barrier", 4, (InboundBarrier(0, 4, 1, 0, 0),)),
+             ("sink", 0): ("awaiting barrier", 4, (InboundBarrier(0, 4, 0, 0, 0),))}
+    tasklets = tuple(dataclasses.replace(t, snapshot_state=where[t.vertex, t.index][0], snapshot_id=4,
+                                         inbound_barriers=where[t.vertex, t.index][2]) for t in m.tasklets)
+    in_flight = dataclasses.replace(m, tasklets=tasklets)
+    assert in_flight.barrier_in_flight() == 4
+    state = DashboardModel(job).update(metrics=in_flight)
+    assert state["barrier_in_flight"] == 4
+    assert {q["edge"]: q["barrier"] for q in state["queues"]} == {
+        "source → count #0": {"id": 4, "state": "held", "in_queue": 1, "held": 1, "passed": 0},
+        "count → sink #0": None}
+    assert [(r["vertex"], r["snap"], r["snap_id"]) for r in state["rows"]] == [
+        ("source", "saved", 4), ("count", "saving", 4), ("count", "awaiting barrier", 4),
+        ("sink", "awaiting barrier", 4)]
+    json.dumps(state, allow_nan=False)
+    folded = DashboardModel(job, max_rows=3).update(metrics=in_flight)
+    assert [(r["vertex"], r["snap"]) for r in folded["rows"]] == [
+        ("source", "saved"), ("count", "saving awaiting barrier"), ("sink", "awaiting barrier")]
+    # once the count has forwarded it, the source's edge reads passed; the final state shows none
+    passed = dataclasses.replace(in_flight, tasklets=tuple(
+        dataclasses.replace(t, snapshot_state="saved", inbound_barriers=(InboundBarrier(0, 4, 0, 0, 1),))
+        if t.vertex == "count" else t for t in tasklets))
+    assert [q.barrier for q in passed.by_edge()] == ["passed", ""]
+    final = DashboardModel(job).update(final=True)
+    assert final["barrier_in_flight"] == 0 and all(q["barrier"] is None for q in final["queues"])
+    assert all(r["snap"] == "" for r in final["rows"])

@@ -3,7 +3,9 @@
 // No dependencies: plain DOM, SVG for the plots. The kernel sends the whole view as one `state`
 // trait per tick (bounded size); this module only draws it. Controls write the `min_idle_us` /
 // `max_idle_us` traits (the kernel applies them to the running executor) or send {cmd: "cancel"},
-// {cmd: "suspend"} / {cmd: "resume"} (a job with a processing guarantee).
+// {cmd: "suspend"} / {cmd: "resume"} (a job with a processing guarantee). Such a job's queue view
+// marks where the barrier of the snapshot in flight is on each edge; its tasklet rows say where
+// each instance is in that snapshot.
 
 const NS = "http://www.w3.org/2000/svg";
 const PALETTE = ["#3b8fd9", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
@@ -65,6 +67,50 @@ function snapshotRow(ft) {
     `<span class="jb-restarts${ft.restarts ? " jb-restarted" : ""}">${grouped(ft.restarts)}</span> ` +
     `restart${ft.restarts === 1 ? "" : "s"}${restored}`
   );
+}
+
+// snapshot barriers (a job with a processing guarantee): where the barrier of the snapshot in
+// flight is on each edge, and where each tasklet is in that snapshot
+const BARRIER_MARKS = { "in queue": "▸", held: "⏸", received: "▸", passed: "✓" };
+
+function barrierTitle(b, q) {
+  const where = `queues from ${q.source} into ${q.destination}`;
+  const counts = [["in queue", b.in_queue], ["held", b.held], ["passed", b.passed]]
+    .filter(([, n]) => n)
+    .map(([w, n]) => `${n} ${w}`)
+    .join(", ");
+  const text = {
+    "in queue": `Barrier #${b.id} is in the queue: emitted upstream, not yet taken by ${q.destination}.`,
+    held: `Barrier #${b.id} reached ${q.destination} on this input and is held: with exactly-once, this queue is not drained until the barrier has come on every input (alignment).`,
+    received: `Barrier #${b.id} reached ${q.destination} on this input; with at-least-once the queue keeps draining while the other inputs catch up.`,
+    passed: `${q.destination} saved its state and forwarded barrier #${b.id}.`,
+  }[b.state];
+  return `${text} (${where}: ${counts})`;
+}
+
+function barrierMark(q) {
+  const b = q.barrier;
+  if (!b) return `<span class="jb-barrier" data-barrier=""></span>`;
+  return (
+    `<span class="jb-barrier" data-barrier="${esc(b.state)}" data-snapshot="${b.id}" title="${esc(barrierTitle(b, q))}">` +
+    `${BARRIER_MARKS[b.state] ?? "•"} #${b.id} ${esc(b.state)}</span>`
+  );
+}
+
+const SNAP_TITLES = {
+  "awaiting barrier": "snapshot asked for: waiting for its barrier on the inputs",
+  aligning: "the barrier came on some inputs, which are held until it comes on all (exactly-once)",
+  saving: "saving its state, then forwarding the barrier downstream",
+  saved: "state saved and barrier forwarded; waiting for the others and the store",
+  "phase 2": "the snapshot is stored: committing (phase 2)",
+  "final save": "completed: saving its final state",
+  restoring: "restoring its state from a snapshot",
+};
+
+function snapWord(r) {
+  if (!r.snap) return "";
+  const title = SNAP_TITLES[r.snap] ?? "where this tasklet is in the snapshot";
+  return ` <span class="jb-snapstate" data-snap="${esc(r.snap)}" title="snapshot #${r.snap_id}: ${esc(title)}">${esc(r.snap)} #${r.snap_id}</span>`;
 }
 
 function usToPos(us) {
@@ -197,6 +243,7 @@ function render({ model, el: host }) {
         </tr></thead><tbody class="jb-rows"></tbody></table>
         <div class="jb-panel jb-queues-panel">
           <div class="jb-panel-title">Queue fill per edge <span>(last ${60} ticks)</span></div>
+          <div class="jb-barrier-legend" hidden></div>
           <div class="jb-queues"></div>
         </div>
       </div>
@@ -405,7 +452,7 @@ function render({ model, el: host }) {
         return (
           `<tr class="jb-row" data-vertex="${esc(r.vertex)}" data-instance="${esc(r.instance)}" data-state="${esc(r.state)}">` +
           `<td class="jb-vertex">${esc(r.vertex)}</td><td class="jb-opt2">${esc(r.instance)}</td><td class="jb-opt">${esc(r.worker)}</td>` +
-          `<td class="jb-state jb-opt2">${esc(r.state)}</td>` +
+          `<td class="jb-state jb-opt2" data-snap="${esc(r.snap ?? "")}">${esc(r.state)}${snapWord(r)}</td>` +
           `<td class="jb-n jb-in jb-opt2" data-value="${r.in}">${grouped(r.in)}</td>` +
           `<td class="jb-n jb-out" data-value="${r.out}">${grouped(r.out)}</td>` +
           `<td class="jb-n jb-rate" data-value="${r.rate}">${compact(r.rate)}</td>` +
@@ -433,15 +480,24 @@ function render({ model, el: host }) {
       )
       .join("");
 
-    // queues: one row per DAG edge, "source → destination #ordinal"
+    // queues: one row per DAG edge, "source → destination #ordinal", with the barrier in flight
     const queues = s.queues || [];
+    const legend = $(".jb-barrier-legend");
+    legend.hidden = !s.barrier_in_flight;
+    legend.dataset.snapshot = String(s.barrier_in_flight ?? 0);
+    legend.innerHTML = s.barrier_in_flight
+      ? `<b>Barrier #${s.barrier_in_flight}</b> in flight: ▸ <i>in queue</i> emitted upstream, not yet taken · ` +
+        `⏸ <i>held</i> arrived on that input, which exactly-once stops draining until the barrier is on every input · ` +
+        `✓ <i>passed</i> state saved, barrier forwarded.`
+      : "";
     $(".jb-queues").innerHTML =
       queues
         .map(
           (q) =>
-            `<div class="jb-queue" data-edge="${esc(q.edge)}" data-source="${esc(q.source)}" data-destination="${esc(q.destination)}" data-ordinal="${q.ordinal}" data-fill="${q.fill}">` +
+            `<div class="jb-queue" data-edge="${esc(q.edge)}" data-source="${esc(q.source)}" data-destination="${esc(q.destination)}" data-ordinal="${q.ordinal}" data-fill="${q.fill}" data-barrier="${esc(q.barrier?.state ?? "")}">` +
             `<span class="jb-qname" title="edge ${esc(q.edge)}: queues from ${esc(q.source)} into ${esc(q.destination)}, inbound ordinal ${q.ordinal}">` +
             `${esc(q.source)} <span class="jb-arrow">→</span> ${esc(q.destination)} <span class="jb-dim">#${q.ordinal}</span></span>${sparkline(q.hist, 160, 22)}` +
+            barrierMark(q) +
             `<span class="jb-qbar"><span style="width:${(100 * q.fill).toFixed(1)}%;background:${fillColor(q.fill)}"></span></span>` +
             `<span class="jb-qpct">${(100 * q.fill).toFixed(0)}%</span><span class="jb-dim jb-qsize">${grouped(q.size)}/${grouped(q.capacity)}</span></div>`,
         )
