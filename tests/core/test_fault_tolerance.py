@@ -425,6 +425,7 @@ def test_a_truncated_store_file_is_a_clear_error(tmp_path):
     store = SnapshotStore(tmp_path / "s.sqlite")
     for sid in range(1, 30):
         store.write(f"job/{sid}", _data(sid, sid))
+    store.close()  # damaged while no connection has it open (closing moves the WAL into the file)
     size = os.path.getsize(store.path)
     with open(store.path, "r+b") as f:
         f.truncate(size // 2)
