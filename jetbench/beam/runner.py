@@ -1,12 +1,16 @@
 """`JetbenchRunner`: Beam Python pipelines run on jetbench's cooperative executor.
 
 >>> import apache_beam as beam
+>>> from apache_beam.testing.util import assert_that, equal_to
 >>> from jetbench.beam import JetbenchRunner
->>> with beam.Pipeline(runner=JetbenchRunner(cooperative_threads=1)) as p:
-...     _ = (p | beam.Create(["a b", "b"]) | beam.FlatMap(str.split)
-...          | beam.combiners.Count.PerElement() | beam.Map(sorted_print))
-('a', 1)
-('b', 2)
+>>> p = beam.Pipeline(runner=JetbenchRunner(cooperative_threads=1))
+>>> counts = p | beam.Create(["a b", "b"]) | beam.FlatMap(str.split) | beam.combiners.Count.PerElement()
+>>> _ = assert_that(counts, equal_to([("a", 1), ("b", 2)]))
+>>> result = p.run()
+>>> result.wait_until_finish()
+'DONE'
+>>> result.job.status.value
+'completed'
 
 ``--runner=jetbench.beam.JetbenchRunner`` names it from the command line (Beam imports dotted
 names). The pipeline is checked (`check_requirements` and the runner's own refusals), optimized
@@ -100,8 +104,11 @@ class JetbenchRunner(PipelineRunner):
     def _plan(self, pipeline: beam_runner_api_pb2.Pipeline, settings: dict[str, Any]) -> BeamPlan:
         try:
             self.check_requirements(pipeline, SUPPORTED_REQUIREMENTS)
-        except (ValueError, NotImplementedError) as exc:
+        except ValueError as exc:  # an undeclared requirement
             raise UnsupportedBeamFeature(f"JetbenchRunner cannot run this pipeline: {exc}") from None
+        except NotImplementedError as exc:  # a transform (TestStream) or a timer domain
+            raise UnsupportedBeamFeature(f"JetbenchRunner cannot run this pipeline: it uses {exc}, which the "
+                                         "runner does not support") from None
         _refuse_unsupported(pipeline)
         with _lock:  # Beam's optimizer keeps module-level counters
             optimized = optimize(pipeline, bool(settings["drain"]))

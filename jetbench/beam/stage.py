@@ -10,7 +10,7 @@ What a stage gets, in the order Jet's edge priorities deliver it:
 
 * side inputs first (broadcast edges of a lower priority), stored in the stage's state
   servicer, per window and per key as the access pattern asks, once their edge completes;
-* the main input: every batch of chunks in the inbox is one bundle (keyed pairs from a keyed
+* the main input: every batch of chunks in the inbox (at most 16) is one bundle (keyed pairs from a keyed
   edge lose their key first); residuals of splittable DoFns are run again until none is left;
 * at the end, the timers the DoFns set (the last setting per key, tag and window, cleared ones
   dropped) fire in timestamp order, round after round until no new timer is set.
@@ -41,6 +41,8 @@ from .side_inputs import commit_side_input
 __all__ = ["ExecutableStageP", "StageSpec", "SideInputSpec", "TimerFamily"]
 
 _bundle_ids = itertools.count(1)
+#: at most this many chunks in one bundle: a cancelled job waits for the bundle running at most
+_CHUNKS_PER_BUNDLE = 16
 _WHILE_RUNNING = re.compile(r"while running '([^']+)'")
 
 
@@ -104,15 +106,17 @@ class ExecutableStageP(Processor):
         descriptor.CopyFrom(self.spec.descriptor)
         self._descriptor_id = descriptor.id = f"{self.spec.vertex_name}#{context.global_index}"
         self._state = worker_handlers.StateServicer()
-        self._worker = worker_handlers.EmbeddedWorkerHandler(
-            None, state=self._state, provision_info=None, worker_manager=_Descriptors(descriptor))
+        # the embedded harness reads only the descriptors of its "worker manager" and no provision info
+        manager: Any = _Descriptors(descriptor)
+        self._worker = worker_handlers.EmbeddedWorkerHandler(None, state=self._state, provision_info=None,  # type: ignore[arg-type]
+                                                             worker_manager=manager)
         descriptor.timer_api_service_descriptor.CopyFrom(self._worker.data_api_service_descriptor())
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         if ordinal in self._side_chunks:
             self._side_chunks[ordinal].extend(inbox.take())
             return
-        items = inbox.take()
+        items = inbox.take(_CHUNKS_PER_BUNDLE)
         if ordinal in self.spec.keyed_input_ordinals:
             items = [element for _, element in items]
         self.elements_in += len(items)

@@ -1,0 +1,280 @@
+"""JetbenchRunner on real Beam pipelines: results checked with Beam's assert_that (which fails
+the pipeline on a wrong result), the DAG a pipeline becomes, errors, metrics, cancel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineState
+from apache_beam.testing.test_stream import TestStream as BeamTestStream
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import trigger, userstate, window
+from apache_beam.utils.windowed_value import PaneInfoTiming
+
+from jetbench.beam import (
+    BeamStageError,
+    JetbenchPipelineResult,
+    JetbenchRunner,
+    UnsupportedBeamFeature,
+)
+from jetbench.core.errors import JetbenchError, JobError
+from jetbench.core.job import JobStatus
+
+
+@pytest.fixture(params=[1, 2], ids=lambda n: f"threads={n}")
+def runner(request) -> JetbenchRunner:
+    return JetbenchRunner(cooperative_threads=request.param)
+
+
+def test_word_count(runner):
+    with beam.Pipeline(runner=runner) as p:
+        counts = (p | beam.Create(["the cat", "the dog the end"] * 50) | beam.FlatMap(str.split)
+                  | beam.combiners.Count.PerElement())
+        assert_that(counts, equal_to([("the", 150), ("cat", 50), ("dog", 50), ("end", 50)]))
+
+
+def test_a_wrong_result_fails_the_pipeline(runner):
+    """assert_that is what the other tests rely on: a wrong count must fail the run."""
+    with pytest.raises(JobError, match="Failed assert"), beam.Pipeline(runner=runner) as p:
+        assert_that(p | beam.Create([1, 2]) | beam.Map(lambda x: x + 1), equal_to([1, 2]))
+
+
+def _stamped(p, items):
+    return p | beam.Create(items) | beam.Map(lambda kv: window.TimestampedValue((kv[0], kv[2]), kv[1]))
+
+
+class _WithWindow(beam.DoFn):
+    def process(self, kv, w=beam.DoFn.WindowParam):
+        yield kv[0], float(w.start), float(w.end), sorted(kv[1])
+
+
+def test_group_by_key_in_fixed_windows(runner):
+    items = [("a", 1, 1), ("a", 4, 2), ("a", 12, 3), ("b", 5, 4), ("b", 19, 5)]
+    with beam.Pipeline(runner=runner) as p:
+        grouped = (_stamped(p, items) | beam.WindowInto(window.FixedWindows(10)) | beam.GroupByKey()
+                   | beam.ParDo(_WithWindow()))
+        assert_that(grouped, equal_to([("a", 0, 10, [1, 2]), ("a", 10, 20, [3]), ("b", 0, 10, [4]),
+                                       ("b", 10, 20, [5])]))
+
+
+def test_session_windows_merge(runner):
+    items = [("a", 1, 1), ("a", 3, 2), ("a", 20, 3), ("b", 2, 4), ("b", 6, 5), ("b", 9, 6)]
+    with beam.Pipeline(runner=runner) as p:
+        grouped = (_stamped(p, items) | beam.WindowInto(window.Sessions(5)) | beam.GroupByKey()
+                   | beam.ParDo(_WithWindow()))
+        assert_that(grouped, equal_to([("a", 1, 8, [1, 2]), ("a", 20, 25, [3]), ("b", 2, 14, [4, 5, 6])]))
+
+
+def test_sliding_windows_with_accumulating_early_firings(runner):
+    """A trigger with early panes in batch: the driver sees the whole key at once, so each window
+    fires an early pane and an on-time pane holding everything (accumulating), as FnApiRunner does."""
+    items = [("k", t, t) for t in range(6)]
+    with beam.Pipeline(runner=runner) as p:
+        sums = (_stamped(p, items)
+                | beam.WindowInto(window.SlidingWindows(4, 2),
+                                  trigger=trigger.AfterWatermark(early=trigger.AfterCount(1)),
+                                  accumulation_mode=trigger.AccumulationMode.ACCUMULATING)
+                | beam.CombinePerKey(sum) | beam.ParDo(_WindowStartAndPane()))
+        expected = [(-2, 1), (0, 6), (2, 14), (4, 9)]
+        assert_that(sums, equal_to([(start, total, timing) for start, total in expected
+                                    for timing in (PaneInfoTiming.EARLY, PaneInfoTiming.ON_TIME)]))
+
+
+class _WindowStartAndPane(beam.DoFn):
+    def process(self, kv, w=beam.DoFn.WindowParam, pane=beam.DoFn.PaneInfoParam):
+        yield float(w.start), kv[1], pane.timing
+
+
+def test_flatten_is_one_vertex_with_an_input_per_pcollection(runner):
+    with beam.Pipeline(runner=runner) as p:
+        parts = [p | f"part{k}" >> beam.Create([k, 10 + k]) for k in range(3)]
+        assert_that(tuple(parts) | beam.Flatten(), equal_to([0, 10, 1, 11, 2, 12]))
+    plan = JetbenchRunner.explain(p)
+    (flatten,) = [v for v in plan.dag.vertices if plan.vertices[v.name][0] == "flatten"
+                  and "assert_that" not in v.name]
+    assert len(plan.dag.inbound_edges(flatten)) == 3
+
+
+def test_combine_is_lifted_into_two_stages(runner):
+    with beam.Pipeline(runner=runner) as p:
+        totals = p | beam.Create([("a", 1), ("b", 2), ("a", 3)] * 100) | beam.CombinePerKey(sum)
+        assert_that(totals, equal_to([("a", 400), ("b", 200)]))
+    plan = JetbenchRunner.explain(p)
+    kinds = {step: kind for kind, steps in plan.vertices.values() for step in steps}
+    assert kinds["CombinePerKey(sum)/Precombine"] == "stage"
+    assert kinds["CombinePerKey(sum)/Group"] == "group_by_key"
+    assert kinds["CombinePerKey(sum)/Merge"] == "stage"
+    group = next(v for v in plan.dag.vertices if v.name.endswith("CombinePerKey(sum)/Group"))
+    (edge,) = plan.dag.inbound_edges(group)
+    assert edge.routing.value == "partitioned"
+
+
+def test_side_inputs(runner):
+    with beam.Pipeline(runner=runner) as p:
+        factor = p | "factor" >> beam.Create([10])
+        names = p | "names" >> beam.Create([(1, "one"), (2, "two")])
+        extra = p | "extra" >> beam.Create([100, 200])
+        out = (p | beam.Create([1, 2])
+               | beam.Map(lambda x, f, n, e: (n[x], x * f + sum(e)), f=beam.pvalue.AsSingleton(factor),
+                          n=beam.pvalue.AsDict(names), e=beam.pvalue.AsList(extra)))
+        assert_that(out, equal_to([("one", 310), ("two", 320)]))
+    plan = JetbenchRunner.explain(p)
+    sides = [e for e in plan.dag.edges if e.edge_priority < 0]
+    assert len(sides) == 3 and all(e.routing.value == "broadcast" for e in sides)
+
+
+_COUNT = userstate.CombiningValueStateSpec("count", sum)
+_FLUSH = userstate.TimerSpec("flush", userstate.TimeDomain.WATERMARK)
+_COUNT_PARAM = beam.DoFn.StateParam(_COUNT)
+_FLUSH_PARAM = beam.DoFn.TimerParam(_FLUSH)
+
+
+class _CountThenFlush(beam.DoFn):
+    """Sums each key's values in state; an event-time timer emits the sum at the end."""
+
+    def process(self, kv, count=_COUNT_PARAM, flush=_FLUSH_PARAM):
+        count.add(kv[1])
+        flush.set(100)
+
+    @userstate.on_timer(_FLUSH)
+    def on_flush(self, key=beam.DoFn.KeyParam, count=_COUNT_PARAM):
+        yield key, count.read()
+
+
+def test_user_state_and_event_time_timers(runner):
+    with beam.Pipeline(runner=runner) as p:
+        out = p | beam.Create([("a", 1), ("b", 2), ("a", 3)]) | beam.ParDo(_CountThenFlush())
+        assert_that(out, equal_to([("a", 4), ("b", 2)]))
+
+
+def _explode(x):
+    raise ValueError(f"no {x}")
+
+
+def test_a_raising_dofn_names_the_beam_step_and_the_vertex(runner):
+    p = beam.Pipeline(runner=runner)
+    _ = p | beam.Create(["x"]) | "Upper" >> beam.Map(str.upper) | "Explode" >> beam.Map(_explode)
+    result = p.run()
+    with pytest.raises(JobError) as info:
+        result.wait_until_finish()
+    cause = info.value.__cause__
+    assert isinstance(cause, BeamStageError) and cause.step == "Explode"
+    assert "Explode" in cause.vertex and cause.vertex == info.value.vertex
+    assert "Beam step 'Explode' failed in jetbench vertex" in str(info.value)
+    assert "no X" in str(info.value)
+    assert result.state == PipelineState.FAILED
+
+
+def test_unsupported_features_are_refused_before_running():
+    p = beam.Pipeline(runner=JetbenchRunner())
+    _ = p | BeamTestStream().add_elements([1]) | beam.Map(lambda x: x)
+    with pytest.raises(UnsupportedBeamFeature, match="uses beam:transform:teststream:v1, which the runner does not support"):
+        p.run()
+    with pytest.raises(UnsupportedBeamFeature, match="processing_guarantee='exactly_once'"):
+        beam.Pipeline(runner=JetbenchRunner(processing_guarantee="exactly_once")).run()
+    with pytest.raises(JetbenchError, match="unknown setting"):
+        JetbenchRunner(threads=2)
+    with pytest.raises(JetbenchError, match="cooperative_threads must be an int >= 1"):
+        beam.Pipeline(runner=JetbenchRunner(cooperative_threads=0)).run()
+
+
+class _Measured(beam.DoFn):
+    def __init__(self):
+        self.seen = Metrics.counter("jetbench-test", "seen")
+        self.sizes = Metrics.distribution("jetbench-test", "sizes")
+
+    def process(self, word):
+        self.seen.inc()
+        self.sizes.update(len(word))
+        yield word
+
+
+def test_metrics_and_the_job_behind_the_result(runner):
+    p = beam.Pipeline(runner=runner)
+    _ = p | beam.Create(["a", "bb", "ccc"] * 10) | "Measure" >> beam.ParDo(_Measured())
+    result = p.run()
+    assert isinstance(result, JetbenchPipelineResult)
+    assert result.wait_until_finish() == PipelineState.DONE
+    metrics = result.metrics().query(MetricsFilter().with_namespace("jetbench-test"))
+    (seen,) = metrics["counters"]
+    assert seen.key.metric.name == "seen" and seen.committed == 30 and seen.key.step == "Measure"
+    (sizes,) = metrics["distributions"]
+    assert (sizes.committed.count, sizes.committed.sum, sizes.committed.min, sizes.committed.max) == (30, 60, 1, 3)
+    job = result.job
+    assert job.status is JobStatus.COMPLETED
+    vertices = {t.vertex for t in job.metrics().tasklets}
+    assert any(v.startswith("impulse-") for v in vertices)
+    assert any(v.startswith("stage-") and "Measure" in v for v in vertices)
+    assert any(v.startswith("group-") for v in vertices)  # Create's reshuffle
+    stage = [t for t in job.metrics().tasklets if "Measure" in t.vertex]
+    assert sum(t.received_count for t in stage) > 0
+    assert sum(t.processor_metrics["bundles"] for t in stage) >= 1
+    assert not any(t.cooperative for t in stage)  # a DoFn may block: its stage has a thread of its own
+
+
+def _slow(x):
+    time.sleep(0.05)
+    return x
+
+
+def test_cancel_ends_the_job():
+    p = beam.Pipeline(runner=JetbenchRunner())
+    _ = p | beam.Create(range(40)) | beam.Map(_slow)
+    result = p.run()
+    assert result.cancel() == PipelineState.CANCELLED
+    assert result.wait_until_finish() == PipelineState.CANCELLED
+    assert result.job.live_threads() == []
+
+
+def test_the_runner_named_on_the_command_line():
+    options = PipelineOptions(["--runner=jetbench.beam.JetbenchRunner", "--jetbench_cooperative_threads=1",
+                               "--jetbench_queue_size=16"])
+    p = beam.Pipeline(options=options)
+    assert_that(p | beam.Create([3, 1, 2]) | beam.Map(lambda x: x * x), equal_to([1, 4, 9]))
+    result = p.run()
+    assert isinstance(result, JetbenchPipelineResult)
+    assert result.wait_until_finish() == PipelineState.DONE
+    assert all(e.edge_queue_size == 16 for e in result.plan.dag.edges)
+
+
+def test_explain_draws_the_dag():
+    p = beam.Pipeline()
+    _ = p | beam.Create([("a", 1)]) | beam.GroupByKey()
+    plan = JetbenchRunner.explain(p)
+    text = plan.explain()
+    assert "GroupByKey  [group_by_key" in text and "(partitioned)" in text
+    assert "digraph" in plan.dag.to_dot()
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_import_jetbench_does_not_import_beam():
+    done = _python("import sys, jetbench; print('apache_beam' in sys.modules)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_without_beam_the_error_says_what_to_install():
+    done = _python(
+        "import sys\n"
+        "class NoBeam:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'apache_beam' or name.startswith('apache_beam.'):\n"
+        "            raise ImportError('No module named ' + repr(name))\n"
+        "sys.meta_path.insert(0, NoBeam())\n"
+        "try:\n"
+        "    import jetbench.beam\n"
+        "except Exception as exc:\n"
+        "    from jetbench.core.errors import JetbenchError\n"
+        "    print(isinstance(exc, (JetbenchError, ImportError)), exc)\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("True ") and "pip install jetbench[beam]" in done.stdout
