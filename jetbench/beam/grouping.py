@@ -68,7 +68,7 @@ class GroupByKeyP(Processor):
         groups, self._groups = self._groups, defaultdict(list)
         for elements in groups.values():
             self.keys_grouped += 1
-            decoded = []
+            decoded: list[Any] = []
             for element in elements:
                 decoded.extend(_decode_each(impl, element))
             key = decoded[0].value[0]
