@@ -7,7 +7,8 @@ of a list and says how many items it took.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any, TypeVar
 
 from .errors import JetbenchError
@@ -124,7 +125,30 @@ class Outbox:
         if len(bucket) >= self.capacity:
             return False
         bucket.append((key, value))
+        self.accepted += 1  # saving state is progress: the worker does not idle between saves
         return True
+
+    def offer_entries_to_snapshot(self, entries: Iterator[tuple[Any, Any]]) -> bool:
+        """Move ``(key, value)`` entries from ``entries`` into the snapshot bucket until it is
+        full, in one call rather than one `offer_to_snapshot` per entry; True once ``entries``
+        is exhausted, False when the bucket filled first (call again with the same iterator).
+
+        >>> box = Outbox(ordinal_count=0, capacity=2)
+        >>> it = iter([("a", 1), ("b", 2), ("c", 3)])
+        >>> box.offer_entries_to_snapshot(it), box.take_snapshot()
+        (False, [('a', 1), ('b', 2)])
+        >>> box.offer_entries_to_snapshot(it), box.take_snapshot()
+        (True, [('c', 3)])
+        """
+        bucket = self._snapshot
+        room = self.capacity - len(bucket)
+        if room <= 0:
+            return False
+        before = len(bucket)
+        bucket.extend(islice(entries, room))
+        added = len(bucket) - before
+        self.accepted += added
+        return added < room
 
     def take_snapshot(self) -> list[tuple[Any, Any]]:
         """Remove and return the entries in the snapshot bucket (oldest first)."""

@@ -89,13 +89,10 @@ class _KeyedEmitterP(EmittingProcessor):
 
     def _state(self) -> Iterator[tuple[Any, Any]]:
         groups = self.groups
-        if self._order is None:
-            yield from list(groups.items())
-            return
-        if self._emit_empty:
-            yield BroadcastKey("emitting"), True
-        for k in self._order[self._emitted:]:
-            yield k, groups[k]
+        if self._order is None:  # the groups as they are now, copied at C speed
+            return iter(list(groups.items()))
+        rest = [(k, groups[k]) for k in self._order[self._emitted:]]
+        return iter([(BroadcastKey("emitting"), True), *rest] if self._emit_empty else rest)
 
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():  # results already taken belong before the barrier

@@ -1,7 +1,7 @@
 """What the built-in processors share to save and restore their snapshot state.
 
 `EntrySaver` offers a stream of ``(key, value)`` entries to the snapshot bucket across as many
-``save_to_snapshot()`` calls as a refusing bucket needs. `instance_key` and `own_values` are the
+``save_to_snapshot()`` calls as a bucket that fills needs. `instance_key` and `own_values` are the
 per-instance state of a processor that is not partitioned by key (a source's offset, a sink's
 file, a watermark's progress): it is saved under a `BroadcastKey` naming the instance, every
 restored instance gets every such entry and keeps its own (or, restored at another parallelism,
@@ -23,28 +23,28 @@ from ..core.processor import ProcessorContext
 class EntrySaver:
     """Offers entries to ``outbox``'s snapshot bucket until all went in.
 
-    ``save(make)`` starts a new pass with ``make()`` if none is under way, then offers; True
-    once the pass is complete (the next ``save`` starts a new one)."""
+    ``save(make)`` starts a new pass with ``make()`` if none is under way, then fills the bucket
+    from it (`Outbox.offer_entries_to_snapshot`: a bucketful per call, no call per entry); True
+    once the pass is complete (the next ``save`` starts a new one).
 
-    __slots__ = ("_entries", "_refused")
+    >>> from jetbench.core.outbox import Outbox
+    >>> box, saver, saved = Outbox(ordinal_count=0, capacity=2), EntrySaver(), []
+    >>> while not saver.save(box, lambda: [("a", 1), ("b", 2), ("c", 3)]):
+    ...     saved += box.take_snapshot()
+    >>> saved + box.take_snapshot()
+    [('a', 1), ('b', 2), ('c', 3)]
+    """
+
+    __slots__ = ("_entries",)
 
     def __init__(self) -> None:
         self._entries: Iterator[tuple[Any, Any]] | None = None
-        self._refused: tuple[Any, Any] | None = None
 
     def save(self, outbox: Outbox, make: Callable[[], Iterable[tuple[Any, Any]]]) -> bool:
-        offer = outbox.offer_to_snapshot
         if self._entries is None:
             self._entries = iter(make())
-        refused = self._refused
-        if refused is not None:
-            if not offer(refused[0], refused[1]):
-                return False
-            self._refused = None
-        for entry in self._entries:
-            if not offer(entry[0], entry[1]):
-                self._refused = entry
-                return False
+        if not outbox.offer_entries_to_snapshot(self._entries):
+            return False
         self._entries = None
         return True
 
