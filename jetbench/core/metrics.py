@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: A tasklet's ``snapshot_state`` while the snapshot it names is in phase 1 (its barrier travels)
-BARRIER_STATES = ("awaiting barrier", "aligning", "saving")
+BARRIER_STATES = ("awaiting barrier", "aligning", "saving", "emitting barrier")
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,9 @@ class TaskletStatistics:
     #: ``queues_size``/``queues_capacity`` above cover only the streams being drained now
     inbound_queues: tuple[tuple[int, int, int], ...] = ()
     #: a job with a processing guarantee: where this instance is in snapshot ``snapshot_id``
-    #: ("awaiting barrier", "aligning", "saving", "saved", "phase 2", "final save", "restoring";
-    #: "" with nothing in flight or without a guarantee) and, per inbound ordinal, its barrier
+    #: ("awaiting barrier", "aligning", "saving", "emitting barrier", "saved", "phase 2", "final
+    #: save", "restoring"; "" with nothing in flight or without a guarantee) and, per inbound
+    #: ordinal, its barrier
     snapshot_state: str = ""
     snapshot_id: int = 0
     inbound_barriers: tuple[InboundBarrier, ...] = ()

@@ -395,9 +395,10 @@ class SnapshotTasklet(ProcessorTasklet):
 
     def snapshot_progress(self) -> tuple[str, int]:
         """``(word, snapshot id)``: "awaiting barrier" (asked for, no input has delivered it),
-        "aligning" (exactly-once: some inputs delivered it and are held), "saving" (its state,
-        then the barrier downstream), "saved" (phase 1 done, phase 2 not open yet), "phase 2",
-        "final save" (the completed processor's state), "restoring"; ``("", 0)`` otherwise."""
+        "aligning" (exactly-once: some inputs delivered it and are held), "saving" (its state),
+        "emitting barrier" (its pending output first, then the barrier downstream), "saved"
+        (phase 1 done, phase 2 not open yet), "phase 2", "final save" (the completed processor's
+        state), "restoring"; ``("", 0)`` otherwise."""
         step = self._step.__name__
         prepared = self._prepared_id
         if step in _RESTORE_STEPS:
@@ -406,6 +407,8 @@ class SnapshotTasklet(ProcessorTasklet):
             return "final save", 0
         if step in _SAVE_STEPS:
             return "saving", self._next_id
+        if step == _EMIT_BARRIER_STEP:  # waits for its data to go first, and for room downstream
+            return "emitting barrier", self._next_id
         if self.is_done or step in _END_STEPS:
             return "", 0
         if prepared > self._finished_id or step in _PHASE2_STEPS:
@@ -466,8 +469,8 @@ _STATE_OF_STEP.update({
 #: the steps `SnapshotTasklet.snapshot_progress` names, by method name (as `_STATE_OF_STEP`)
 _RESTORE_STEPS = frozenset({SnapshotTasklet._step_restore.__name__, SnapshotTasklet._step_finish_restore.__name__})
 _SAVE_FINAL_STEP = SnapshotTasklet._step_save_final.__name__
-_SAVE_STEPS = frozenset({SnapshotTasklet._step_save.__name__, SnapshotTasklet._step_commit_prepare.__name__,
-                         SnapshotTasklet._step_emit_barrier.__name__})
+_SAVE_STEPS = frozenset({SnapshotTasklet._step_save.__name__, SnapshotTasklet._step_commit_prepare.__name__})
+_EMIT_BARRIER_STEP = SnapshotTasklet._step_emit_barrier.__name__
 _PHASE2_STEPS = frozenset({SnapshotTasklet._step_wait_completed.__name__, SnapshotTasklet._step_commit_finish.__name__})
 _END_STEPS = frozenset({SnapshotTasklet._step_emit_done.__name__, SnapshotTasklet._step_close.__name__,
                         SnapshotTasklet._step_end.__name__})
