@@ -301,3 +301,66 @@ def test_fault_tolerance_row_and_suspend_resume_buttons(lab, page):
     screenshot(dash, "dashboard-resumed.png")
     cancel_from_the_view(page)
     assert suspend.is_disabled() and resume.is_disabled()
+
+
+BARRIERS = """\
+import time
+from jetbench import DAG, Edge, ExecutionService, Processor
+from jetbench.core.job_config import JobConfig
+from jetbench.processors import noop_sink
+from jetbench.processors.generator_source import generator_source
+
+class SlowMerge(Processor):
+    is_cooperative = False  # 2 ms an item, on its own thread
+
+    def process(self, ordinal, inbox):
+        for x in inbox.take(50):
+            time.sleep(0.002)
+            self.outbox.offer(x)
+
+dag = DAG()
+trickle = dag.new_vertex("trickle", generator_source(50, timestamped=False), local_parallelism=1)
+flood = dag.new_vertex("flood", generator_source(1_000, timestamped=False), local_parallelism=1)
+slow = dag.new_vertex("slow", SlowMerge, local_parallelism=1)
+sink = dag.new_vertex("sink", noop_sink(), local_parallelism=1)
+dag.edge(Edge.from_(trickle).to(slow, 0)).edge(Edge.from_(flood).to(slow, 1).queue_size(200))
+dag.edge(Edge.between(slow, sink))
+config = JobConfig("exactly_once", snapshot_interval_ms=500, snapshot_store="barriers.sqlite")
+job = ExecutionService(cooperative_threads=2, outbox_capacity=64).submit(dag, name="barriers", config=config)
+dash = job.dashboard(interval_s=0.1)
+dash
+"""
+
+
+def test_barriers_pass_through_the_queue_view_of_an_exactly_once_job(lab, page):
+    """A slow two-input vertex fed by a trickle and a flood: the trickle's barrier arrives first
+    and is held while the flood's waits in its full queue; the view marks both edges and says the
+    slow vertex is aligning, with the legend; the next snapshot's barrier follows; once the job
+    ends no marker is left."""
+    write_notebook(lab.root / "barriers.ipynb", [BARRIERS])
+    open_notebook(page, lab, "barriers.ipynb")
+    run_all(page, 1)
+    dash = page.locator(DASH)
+    dash.wait_for()
+    held = f'{DASH} .jb-queue[data-edge="trickle → slow #0"] .jb-barrier[data-barrier="held"]'
+    queued = f'{DASH} .jb-queue[data-edge="flood → slow #1"] .jb-barrier[data-barrier="in queue"]'
+    aligning = f'{DASH} tr.jb-row[data-vertex="slow"] .jb-snapstate[data-snap="aligning"]'
+    page.wait_for_function(f"() => Number(document.querySelector('{DASH} .jb-ft')?.dataset.taken) >= 1")
+    page.wait_for_function(
+        "([a, b, c]) => !!(document.querySelector(a) && document.querySelector(b) && document.querySelector(c))",
+        arg=[held, queued, aligning])
+    screenshot(dash, "dashboard-barrier.png")
+    marker = page.locator(held).first
+    snapshot_id = marker.get_attribute("data-snapshot")
+    assert snapshot_id is not None and int(snapshot_id) >= 1
+    assert marker.is_visible() and marker.inner_text() == f"‖ #{snapshot_id} held"
+    assert "exactly-once" in marker.get_attribute("title") and "1 held" in marker.get_attribute("title")
+    legend = page.locator(f"{DASH} .jb-barrier-legend")
+    assert legend.is_visible() and "in flight" in legend.inner_text()
+    # the marker moves on to the next snapshot
+    page.wait_for_function(
+        f"() => [...document.querySelectorAll('{DASH} .jb-barrier[data-snapshot]')]"
+        f".some((b) => Number(b.dataset.snapshot) > {snapshot_id})")
+    cancel_from_the_view(page)
+    assert page.locator(f"{DASH} .jb-barrier-legend").is_hidden()
+    assert page.locator(f"{DASH} .jb-barrier[data-snapshot]").count() == 0

@@ -71,7 +71,8 @@ function snapshotRow(ft) {
 
 // snapshot barriers (a job with a processing guarantee): where the barrier of the snapshot in
 // flight is on each edge, and where each tasklet is in that snapshot
-const BARRIER_MARKS = { "in queue": "▸", held: "⏸", received: "▸", passed: "✓" };
+// (‖ is the barrier, as notebook 08 draws it)
+const BARRIER_MARKS = { "in queue": "▸‖", held: "‖", received: "‖▸", passed: "✓‖" };
 
 function barrierTitle(b, q) {
   const where = `queues from ${q.source} into ${q.destination}`;
@@ -93,14 +94,15 @@ function barrierMark(q) {
   if (!b) return `<span class="jb-barrier" data-barrier=""></span>`;
   return (
     `<span class="jb-barrier" data-barrier="${esc(b.state)}" data-snapshot="${b.id}" title="${esc(barrierTitle(b, q))}">` +
-    `${BARRIER_MARKS[b.state] ?? "•"} #${b.id} ${esc(b.state)}</span>`
+    `${BARRIER_MARKS[b.state] ?? "‖"} #${b.id} ${esc(b.state)}</span>`
   );
 }
 
 const SNAP_TITLES = {
   "awaiting barrier": "snapshot asked for: waiting for its barrier on the inputs",
   aligning: "the barrier came on some inputs, which are held until it comes on all (exactly-once)",
-  saving: "saving its state, then forwarding the barrier downstream",
+  saving: "saving its state",
+  "emitting barrier": "sending the barrier downstream, after the output it still holds (a full queue delays it)",
   saved: "state saved and barrier forwarded; waiting for the others and the store",
   "phase 2": "the snapshot is stored: committing (phase 2)",
   "final save": "completed: saving its final state",
@@ -110,7 +112,7 @@ const SNAP_TITLES = {
 function snapWord(r) {
   if (!r.snap) return "";
   const title = SNAP_TITLES[r.snap] ?? "where this tasklet is in the snapshot";
-  return ` <span class="jb-snapstate" data-snap="${esc(r.snap)}" title="snapshot #${r.snap_id}: ${esc(title)}">${esc(r.snap)} #${r.snap_id}</span>`;
+  return `${r.state === "snapshot" ? "" : " "}<span class="jb-snapstate" data-snap="${esc(r.snap)}" title="snapshot #${r.snap_id}: ${esc(title)}">${esc(r.snap)} #${r.snap_id}</span>`;
 }
 
 function usToPos(us) {
@@ -452,7 +454,7 @@ function render({ model, el: host }) {
         return (
           `<tr class="jb-row" data-vertex="${esc(r.vertex)}" data-instance="${esc(r.instance)}" data-state="${esc(r.state)}">` +
           `<td class="jb-vertex">${esc(r.vertex)}</td><td class="jb-opt2">${esc(r.instance)}</td><td class="jb-opt">${esc(r.worker)}</td>` +
-          `<td class="jb-state jb-opt2" data-snap="${esc(r.snap ?? "")}">${esc(r.state)}${snapWord(r)}</td>` +
+          `<td class="jb-state jb-opt2" data-snap="${esc(r.snap ?? "")}">${r.snap && r.state === "snapshot" ? "" : esc(r.state)}${snapWord(r)}</td>` +
           `<td class="jb-n jb-in jb-opt2" data-value="${r.in}">${grouped(r.in)}</td>` +
           `<td class="jb-n jb-out" data-value="${r.out}">${grouped(r.out)}</td>` +
           `<td class="jb-n jb-rate" data-value="${r.rate}">${compact(r.rate)}</td>` +
@@ -486,9 +488,9 @@ function render({ model, el: host }) {
     legend.hidden = !s.barrier_in_flight;
     legend.dataset.snapshot = String(s.barrier_in_flight ?? 0);
     legend.innerHTML = s.barrier_in_flight
-      ? `<b>Barrier #${s.barrier_in_flight}</b> in flight: ▸ <i>in queue</i> emitted upstream, not yet taken · ` +
-        `⏸ <i>held</i> arrived on that input, which exactly-once stops draining until the barrier is on every input · ` +
-        `✓ <i>passed</i> state saved, barrier forwarded.`
+      ? `<b>Barrier ‖ #${s.barrier_in_flight}</b> in flight: <i>in queue</i> emitted upstream, not yet taken; ` +
+        `<i>held</i> arrived on that input, which exactly-once stops draining until the barrier is on every input; ` +
+        `<i>passed</i> state saved, barrier forwarded.`
       : "";
     $(".jb-queues").innerHTML =
       queues
