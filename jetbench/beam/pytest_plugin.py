@@ -69,7 +69,8 @@ def pytest_configure(config: Any) -> None:
 
     for marker in _MARKERS:
         config.addinivalue_line("markers", marker)
-    TestPipeline.pytest_test_pipeline_options = config.getoption("test_pipeline_options") or DEFAULT_OPTIONS
+    options = config.getoption("test_pipeline_options") or DEFAULT_OPTIONS
+    TestPipeline.pytest_test_pipeline_options = options  # type: ignore[assignment]  # as Beam's conftest does
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
