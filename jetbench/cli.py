@@ -5,6 +5,7 @@
     jetbench bench chain [--items N] [--fused] [--json]
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
     jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
+    jetbench bench snapshots [--interval-ms MS] [--keys N] [--lines N] [--items N] [--json]
     jetbench bench nexmark [--events N] [--queries Q ...] [--repeat N] [--beam] [--spark] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
     jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark] [--rate R] [--json]
@@ -74,12 +75,12 @@ def _bench(args: argparse.Namespace) -> int:
     elif args.name == "chain":
         from .bench import chain
 
-        report = chain.run(items=args.items, repeat=args.repeat, fused=args.fused, threads=args.threads,
+        report = chain.run(items=args.items or 2_000_000, repeat=args.repeat, fused=args.fused, threads=args.threads,
                            queue_items=args.queue_items)
     elif args.name == "dashboard":
         from .bench import dashboard
 
-        report = dashboard.run(items=args.items, repeat=args.repeat, threads=args.threads, hz=args.hz)
+        report = dashboard.run(items=args.items or 2_000_000, repeat=args.repeat, threads=args.threads, hz=args.hz)
     elif args.name == "spark-wordcount":
         from .bench import spark_wordcount
 
@@ -88,6 +89,12 @@ def _bench(args: argparse.Namespace) -> int:
         from .bench import nexmark
 
         report = nexmark.run_command(args)
+    elif args.name == "snapshots":
+        from .bench import snapshots
+
+        report = snapshots.run(lines=snapshots.DEFAULT_LINES if args.lines is None else args.lines,
+                               items=snapshots.DEFAULT_ITEMS if args.items is None else args.items,
+                               interval_ms=args.interval_ms, keys=args.keys, repeat=args.repeat, threads=args.threads)
     else:  # argparse restricts the choices
         raise AssertionError(args.name)
     print(report.to_json() if args.json else report.to_text())
@@ -172,17 +179,21 @@ def build_parser() -> argparse.ArgumentParser:
                       help="make the corpus in Python, or have an embedded local Spark serve it (default python)")
 
     bench = sub.add_parser("bench", help="benchmarks against a plain-Python baseline")
-    bench.add_argument("name", choices=["wordcount", "chain", "dashboard", "spark-wordcount", "nexmark"])
+    bench.add_argument("name", choices=["wordcount", "chain", "dashboard", "spark-wordcount", "nexmark", "snapshots"])
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--repeat", type=int, default=3, help="repeats per side, interleaved (median kept)")
     bench.add_argument("--threads", type=int, default=1, help="cooperative threads")
     bench.add_argument("--lines", type=int,
                        help="wordcount / spark-wordcount: corpus lines (default 200000 / 1000000)")
     bench.add_argument("--pipeline", action="store_true", help="wordcount: run the Pipeline version")
-    bench.add_argument("--items", type=int, default=2_000_000, help="chain: source items")
+    bench.add_argument("--items", type=int,
+                       help="chain, dashboard: source items (default 2000000; snapshots: the chain's, default 8000000)")
     bench.add_argument("--fused", action="store_true", help="chain: one fused map vertex instead of six")
     bench.add_argument("--queue-items", type=int, default=100_000,
                        help="chain: items for the thread-per-vertex queue.Queue baseline (0 = skip)")
+    bench.add_argument("--interval-ms", type=int, default=1000, help="snapshots: snapshot interval (default 1000)")
+    bench.add_argument("--keys", type=int, default=100_000,
+                       help="snapshots: keys of the keyed state snapshot and restarted (default 100000; 0: skip)")
     bench.add_argument("--hz", type=float, default=10.0, help="dashboard: sampler refresh rate (default 10)")
     bench.add_argument("--events", type=int, default=1_000_000, help="nexmark: events in memory (default 1000000)")
     bench.add_argument("--queries", type=int, nargs="+", help="nexmark: the queries (default all)")

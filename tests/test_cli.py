@@ -42,6 +42,31 @@ def test_bench_json(args):
     assert report["ratio"] == pytest.approx(report["jetbench_items_per_s"] / report["baseline_items_per_s"])
 
 
+def test_bench_snapshots_json_on_a_tiny_input():
+    report = json.loads(jetbench("bench", "snapshots", "--lines", "3000", "--items", "50000", "--keys", "2000",
+                                 "--interval-ms", "50", "--repeat", "1", "--json"))
+    assert report["results_equal"] is True
+    for job in ("windowed wordcount", "chain"):
+        per = report["throughput"][job]
+        assert set(per) == {"none", "at_least_once", "exactly_once"} and all(v > 0 for v in per.values())
+        for g in ("at_least_once", "exactly_once"):
+            assert report["ratios"][job][g] == pytest.approx(per[g] / per["none"])
+            assert report["cpu_ratios"][job][g] > 0
+        assert report["snapshots_taken"][job]["none"] == 0
+    keyed = report["keyed_state"]
+    assert keyed["keys"] == 2000 and keyed["snapshots_timed"] == 3
+    assert 0 < keyed["snapshot_ms_median"] <= keyed["snapshot_ms_max"]
+    assert keyed["state_bytes_per_10k_keys"] * 2000 / 10_000 <= keyed["snapshot_bytes"]
+    assert keyed["restart_ms"] > 0 and keyed["restored_from"] >= 1 and keyed["restored_from_stored"] is True
+
+
+def test_bench_snapshots_rejects_bad_sizes():
+    done = subprocess.run([sys.executable, "-m", "jetbench", "bench", "snapshots", "--keys", "-1"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--keys must be >= 0" in done.stderr
+
+
 def test_bench_rejects_unknown_name():
     done = subprocess.run([sys.executable, "-m", "jetbench", "bench", "nope"], capture_output=True, text=True)
     assert done.returncode == 2
