@@ -4,8 +4,8 @@ JetbenchRunner, as Beam's Flink, Prism and Ray runner suites subclass it.
 Every test of the suite runs; none is skipped by jetbench. Beam itself skips five for every
 runner (reasons as Beam gives them):
 
-* test_batch_pardo_override_type_inference, test_pardo_large_input: apache/beam#23944
-* test_flatmap_numpy_array: apache/beam#21228
+* test_batch_pardo_trigger_flush, test_pardo_large_input: apache/beam#23944
+* test_pardo_side_input_sparse_dependencies: apache/beam#21228
 * test_teststream_pardo_timers: "TestStream not yet supported"
 * test_large_elements: "BEAM-9119: test is flaky"
 
