@@ -225,11 +225,33 @@ class FlatMapStatefulP(Processor):
         room = emitter.free_room()
         if room <= 0:
             return
-        out: list[Any] = []
-        for ts, item in inbox.take(room):
-            self._item(ts, item, out)
+        out = self._items(inbox.take(room))
         if out:
             emitter.emit(out)
+
+    def _items(self, batch: Iterable[tuple[Any, Any]]) -> list[Any]:
+        """`_item` for a whole batch in one frame: a key whose call left its state object and
+        its timer as they were (the common case: a state changed in place) is not stored again."""
+        out: list[Any] = []
+        keys, key_fn, fn, create_fn, cell = self.keys, self.key_fn, self.fn, self.create_fn, self._cell
+        get = keys.get
+        for ts, item in batch:
+            key = key_fn(item)
+            entry = get(key)
+            cell.key = key
+            cell.time = ts
+            if entry is None:
+                cell.state, cell.timer = create_fn(), None
+                results = fn(cell, item)
+                self._store(key, None, cell)
+            else:
+                state, timer = cell.state, cell.timer = entry[0], entry[1]
+                results = fn(cell, item)
+                if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] == 0):
+                    self._store(key, entry, cell)
+            if results is not None:
+                out += [(ts, r) for r in results]
+        return out
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
         emitter = self._emitter

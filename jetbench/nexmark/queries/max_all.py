@@ -10,6 +10,8 @@ the list of items.
 ['ab', 'de']
 >>> op.finish(op.combine(acc, op.accumulate(op.create(), "xyz")))
 ['xyz']
+>>> op.finish(op.accumulate_all(op.create(), ["ab", "c", "de", "f"]))  # a batch at once: the same
+['ab', 'de']
 """
 
 from __future__ import annotations
@@ -42,7 +44,21 @@ def max_all_by(key: Callable[[Any], Any]) -> AggregateOperation:
             return (b[0], list(b[1]))
         return (a[0], a[1] + b[1])
 
+    def accumulate_all(acc: tuple[Any, list[Any]], items: list[Any]) -> tuple[Any, list[Any]]:
+        """A whole batch at once (the windows' batch path): the same list ``accumulate`` makes."""
+        if not items:
+            return acc
+        keys = list(map(key, items))
+        top = max(keys)
+        best, kept = acc
+        if best is None or top > best:
+            return (top, [item for item, k in zip(items, keys, strict=True) if k == top])
+        if top == best:
+            kept += [item for item, k in zip(items, keys, strict=True) if k == top]
+        return acc
+
     def finish(acc: tuple[Any, list[Any]]) -> list[Any]:
         return list(acc[1])
 
-    return AggregateOperation(create=create, accumulate=accumulate, combine=combine, finish=finish)
+    return AggregateOperation(create=create, accumulate=accumulate, combine=combine, finish=finish,
+                              accumulate_all=accumulate_all)

@@ -50,8 +50,9 @@ def better(bid: Bid, best: Bid | None) -> bool:
 
 
 def new_state() -> list[Any]:
-    """``[auction or None, best valid bid or None, bids that came before the auction]``."""
-    return [None, None, []]
+    """``[auction or None, best valid bid or None, bids that came before the auction, the
+    latest end of their windows]``."""
+    return [None, None, [], None]
 
 
 class WinningBid:
@@ -76,7 +77,9 @@ class WinningBid:
         elif auction is None:  # a bid before its auction: keep it until the auction comes
             state[2].append(event)
             end = event.date_time + self.bid_window_ms
-            if k.timer is None or end > k.timer:
+            if state[3] is None or end > state[3]:
+                state[3] = end
+            if k.timer is None:  # the first bid's end; `closed` moves it on to the latest end
                 k.timer = end
         elif event.date_time < auction.expires and event.price >= auction.reserve and better(event, state[1]):
             state[1] = event
@@ -84,8 +87,13 @@ class WinningBid:
 
 
 def closed(k: Keyed) -> list[AuctionBid] | None:
-    """The auction closed (or its early bids' window passed): its winner, if it has one."""
-    auction, best, _ = k.state
+    """The auction closed (or its early bids' window passed): its winner, if it has one. With
+    no auction yet and a later early bid's window still open, the timer moves to that window's
+    end (set once there rather than at every early bid: the same firing, fewer timer entries)."""
+    auction, best, _, latest = k.state
+    if auction is None and latest is not None and latest > k.time:
+        k.timer = latest
+        return None
     k.state = None
     return None if auction is None or best is None else [AuctionBid(auction, best)]
 
