@@ -345,6 +345,78 @@ assert left_running == []
 assert after_resume == EXPECTED, after_resume
 
 # %% [markdown]
+# ## 8. Barriers seen in the dashboard
+#
+# The dashboard of a job with a guarantee shows where the barrier of the snapshot in flight
+# is. Here a slow stage (2 ms an item, on a thread of its own) merges a *trickle* (50 items/s)
+# and a *flood* (1,000 items/s, more than the stage takes, so its queue stays full). When
+# snapshot *n* starts, the trickle's barrier reaches the stage at once and is **held**: with
+# exactly-once the stage reads only the flood until that input's barrier, still **in the
+# queue** behind a full queue of items, arrives too. Each edge row of the queue view carries
+# a marker (‖ in queue, held or passed, with the snapshot's id; hover it for what it
+# means), each tasklet row its snapshot state (`aligning #n`, `saving #n`, `emitting barrier
+# #n` ...). Run the cell and watch a few snapshots go by (the job runs about six seconds):
+#
+# ![the dashboard with barrier #3 held on the trickle's edge and in the queue on the flood's](../docs/dashboard-barrier.png)
+
+# %%
+from jetbench import DAG, Edge, Processor
+from jetbench.processors import noop_sink
+from jetbench.processors.generator_source import generator_source
+
+
+class SlowMerge(Processor):
+    """Its two inputs to one output, 2 ms an item: on a thread of its own, since it sleeps."""
+
+    is_cooperative = False
+
+    def process(self, ordinal, inbox):
+        for x in inbox.take(50):
+            time.sleep(0.002)
+            self.outbox.offer(x)
+
+
+def trickle_and_flood(seconds=3):
+    dag = DAG()
+    trickle = dag.new_vertex("trickle", generator_source(50, timestamped=False, count=50 * seconds), local_parallelism=1)
+    flood = dag.new_vertex("flood", generator_source(1_000, timestamped=False, count=1_000 * seconds), local_parallelism=1)
+    slow = dag.new_vertex("slow", SlowMerge, local_parallelism=1)
+    sink = dag.new_vertex("sink", noop_sink(), local_parallelism=1)
+    dag.edge(Edge.from_(trickle).to(slow, 0)).edge(Edge.from_(flood).to(slow, 1).queue_size(200))
+    dag.edge(Edge.between(slow, sink))
+    return dag
+
+
+watched = ExecutionService(cooperative_threads=THREADS, outbox_capacity=64).submit(
+    trickle_and_flood(), name="watched",
+    config=JobConfig("exactly_once", snapshot_interval_ms=500, snapshot_store=store))
+watched.dashboard(interval_s=0.1)
+
+# %% [markdown]
+# The same figures are in `job.metrics()`, for a program: `snapshot_state` per tasklet, and
+# per edge (`by_edge()`, also `job.metrics_frame(kind="queue")`) the barrier's snapshot id,
+# where it is, and in how many of the edge's queues. One moment with a barrier held:
+
+# %%
+while True:
+    moment = watched.metrics()
+    barriers = {q.edge: q.barrier for q in moment.by_edge()}
+    if barriers["trickle → slow #0"] == "held" or watched.is_done:
+        break
+    time.sleep(0.01)
+print({t.vertex: f"{t.snapshot_state} #{t.snapshot_id}" if t.snapshot_state else "" for t in moment.tasklets})
+pd.DataFrame([{"edge": q.edge, "barrier": q.barrier_id, "where": q.barrier, "in queue": q.barrier_in_queue,
+               "held": q.barrier_held, "passed": q.barrier_passed, "queue fill": round(q.fill, 2)}
+              for q in moment.by_edge()]).set_index("edge")
+
+# %%
+watched.join(timeout=60)
+held_moment = moment.tasklet("slow")
+assert barriers["trickle → slow #0"] == "held", barriers
+assert held_moment.snapshot_state == "aligning", held_moment.snapshot_state  # waits for the flood's barrier
+assert watched.metrics().snapshots.snapshots_taken >= 2
+
+# %% [markdown]
 #
 # ## Further reading
 #
