@@ -111,20 +111,26 @@ class SnapshotCoordinator:
         with self.cond:
             if self.phase == 1 and snapshot_id == self.requested_id:
                 self.entries[key] = entries
-                self.awaited.discard(key)
-                self.cond.notify_all()
+                self._report(key)
 
     def phase2_done(self, tasklet: ProcessorTasklet, snapshot_id: int) -> None:
         with self.cond:
             if self.phase == 2:
-                self.awaited.discard((tasklet.vertex_name, tasklet.index))
-                self.cond.notify_all()
+                self._report((tasklet.vertex_name, tasklet.index))
 
     def finished(self, tasklet: ProcessorTasklet, entries: bytes) -> None:
         key = (tasklet.vertex_name, tasklet.index)
         with self.cond:
             self.finished_entries[key] = entries
             self.awaited.discard(key)
+            self.cond.notify_all()  # also what may_start() reads
+
+    def _report(self, key: _Key) -> None:
+        """``key`` reported: wake the coordinator once the last awaited one has (a wake-up per
+        report made it take the GIL from the workers a dozen times a snapshot)."""
+        awaited = self.awaited
+        awaited.discard(key)
+        if not awaited:
             self.cond.notify_all()
 
     # -- called by the coordinator, under ``cond`` ----------------------------------------------
