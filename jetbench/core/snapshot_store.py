@@ -147,9 +147,7 @@ class SnapshotStore:
                 yield db
             except sqlite3.DatabaseError as exc:
                 self._drop()
-                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                    raise JetbenchError(f"snapshot store {self.path!r} is busy: {exc}") from exc
-                raise JetbenchError(f"snapshot store {self.path!r} is corrupt or unreadable: {exc}") from exc
+                raise self._error(exc) from exc
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -161,11 +159,14 @@ class SnapshotStore:
             db.execute("PRAGMA synchronous=FULL" if self.fsync else "PRAGMA synchronous=NORMAL")
         except sqlite3.DatabaseError as exc:
             db.close()
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                raise JetbenchError(f"snapshot store {self.path!r} is busy: {exc}") from exc
-            raise JetbenchError(f"snapshot store {self.path!r} is corrupt or unreadable: {exc}") from exc
+            raise self._error(exc) from exc
         self._db, self._db_pid = db, os.getpid()
         return db
+
+    def _error(self, exc: sqlite3.DatabaseError) -> JetbenchError:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            return JetbenchError(f"snapshot store {self.path!r} is busy: {exc}")
+        return JetbenchError(f"snapshot store {self.path!r} is corrupt or unreadable: {exc}")
 
     def _drop(self) -> None:
         db, self._db = self._db, None
