@@ -25,7 +25,7 @@ Restore: a tasklet planned with entries starts INIT -> RESTORE_SNAPSHOT (its ent
 ``restore_from_snapshot(inbox)``) -> FINISH_RESTORE -> PROCESS / COMPLETE, or straight to
 EMIT_DONE if the instance had finished in the snapshot restored.
 
-Seen from a sampler (`SnapshotTasklet.statistics`): the instance's ``snapshot_state`` and, per
+Seen from a sampler (``statistics()``, through `SnapshotTasklet.snapshot_statistics`): the instance's ``snapshot_state`` and, per
 inbound ordinal, in how many queues the barrier in flight is still travelling, held or passed.
 To tell "still travelling", a tasklet that emits barrier *n* notes, per outbound queue, how many
 items that queue had been offered with the barrier (``SnapshotSetup.barrier_marks``): the
@@ -37,13 +37,12 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, Protocol
 
 from .errors import JetbenchError
 from .inbox import Inbox
 from .items import DONE, SnapshotBarrier
-from .metrics import InboundBarrier, TaskletStatistics
+from .metrics import InboundBarrier
 from .processor import Processor, ProcessorContext
 from .queues import InboundStream, SPSCQueue
 from .routing import Collector
@@ -386,12 +385,11 @@ class SnapshotTasklet(ProcessorTasklet):
 
     # -- what a sampler sees -------------------------------------------------------------------
 
-    def statistics(self) -> TaskletStatistics:
-        """`ProcessorTasklet.statistics` with where this instance is in the snapshot in flight
-        (``snapshot_state``, ``snapshot_id``) and its inbound barriers (`InboundBarrier`)."""
+    def snapshot_statistics(self) -> tuple[str, int, tuple[InboundBarrier, ...]]:
+        """Where this instance is in the snapshot in flight (`snapshot_progress`) and its inbound
+        barriers (`inbound_barriers`), for `ProcessorTasklet.statistics`."""
         state, snapshot_id = self.snapshot_progress()
-        return replace(super().statistics(), snapshot_state=state, snapshot_id=snapshot_id,
-                       inbound_barriers=self.inbound_barriers())
+        return state, snapshot_id, self.inbound_barriers()
 
     def snapshot_progress(self) -> tuple[str, int]:
         """``(word, snapshot id)``: "awaiting barrier" (asked for, no input has delivered it),

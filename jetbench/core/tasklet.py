@@ -21,7 +21,7 @@ from typing import Protocol
 
 from .inbox import Inbox
 from .items import DONE, Watermark
-from .metrics import TaskletStatistics
+from .metrics import InboundBarrier, TaskletStatistics
 from .outbox import BlockingOutbox, Outbox
 from .processor import Processor, ProcessorContext
 from .queues import InboundStream
@@ -368,8 +368,14 @@ class ProcessorTasklet:
         """
         return tuple((ordinal, stream.size, capacity) for stream, ordinal, capacity in self._inbound_capacity)
 
+    def snapshot_statistics(self) -> tuple[str, int, tuple[InboundBarrier, ...]]:
+        """Where this instance is in the snapshot in flight: its state word, the snapshot's id and
+        its inbound barriers (`jetbench.core.snapshot_tasklet`); nothing without a guarantee."""
+        return "", 0, ()
+
     def statistics(self) -> TaskletStatistics:
         """A frozen record of this tasklet's counters, read without locks (see `jetbench.core.metrics`)."""
+        snapshot_state, snapshot_id, inbound_barriers = self.snapshot_statistics()
         return TaskletStatistics(
             vertex=self.vertex_name,
             index=self.index,
@@ -389,6 +395,9 @@ class ProcessorTasklet:
             backpressure=self.refused,
             processor_metrics=self.processor.metrics(),
             inbound_queues=self.inbound_queues(),
+            snapshot_state=snapshot_state,
+            snapshot_id=snapshot_id,
+            inbound_barriers=inbound_barriers,
         )
 
 

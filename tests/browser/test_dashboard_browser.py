@@ -265,15 +265,25 @@ dash
 """
 
 
-def test_fault_tolerance_row_and_suspend_resume_buttons(lab, page):
-    write_notebook(lab.root / "fault-tolerance.ipynb", [FAULT_TOLERANT])
-    open_notebook(page, lab, "fault-tolerance.ipynb")
+def start_one_cell_dashboard(page, lab, name: str, cell: str):
+    """Run a notebook of one ``cell`` that shows a job's dashboard; return the widget."""
+    write_notebook(lab.root / name, [cell])
+    open_notebook(page, lab, name)
     run_all(page, 1)
     dash = page.locator(DASH)
     dash.wait_for()
+    return dash
+
+
+def wait_for_snapshots_taken(page, n: int) -> None:
+    page.wait_for_function(f"() => Number(document.querySelector('{DASH} .jb-ft')?.dataset.taken) >= {n}")
+
+
+def test_fault_tolerance_row_and_suspend_resume_buttons(lab, page):
+    dash = start_one_cell_dashboard(page, lab, "fault-tolerance.ipynb", FAULT_TOLERANT)
     ft = f"{DASH} .jb-ft"
     # the snapshot row: exactly-once, the last snapshot's id rising, its size, taken, restarts
-    page.wait_for_function(f"() => Number(document.querySelector('{ft}')?.dataset.taken) >= 3")
+    wait_for_snapshots_taken(page, 3)
     text = page.locator(ft).inner_text()
     assert page.locator(ft).is_visible() and "exactly-once" in text and "last snapshot #" in text, text
     assert re.search(r"\d+(\.\d)? (B|kB) · \d+ taken · 0 restarts", text), text
@@ -337,15 +347,11 @@ def test_barriers_pass_through_the_queue_view_of_an_exactly_once_job(lab, page):
     and is held while the flood's waits in its full queue; the view marks both edges and says the
     slow vertex is aligning, with the legend; the next snapshot's barrier follows; once the job
     ends no marker is left."""
-    write_notebook(lab.root / "barriers.ipynb", [BARRIERS])
-    open_notebook(page, lab, "barriers.ipynb")
-    run_all(page, 1)
-    dash = page.locator(DASH)
-    dash.wait_for()
+    dash = start_one_cell_dashboard(page, lab, "barriers.ipynb", BARRIERS)
     held = f'{DASH} .jb-queue[data-edge="trickle → slow #0"] .jb-barrier[data-barrier="held"]'
     queued = f'{DASH} .jb-queue[data-edge="flood → slow #1"] .jb-barrier[data-barrier="in queue"]'
     aligning = f'{DASH} tr.jb-row[data-vertex="slow"] .jb-snapstate[data-snap="aligning"]'
-    page.wait_for_function(f"() => Number(document.querySelector('{DASH} .jb-ft')?.dataset.taken) >= 1")
+    wait_for_snapshots_taken(page, 1)
     page.wait_for_function(
         "([a, b, c]) => !!(document.querySelector(a) && document.querySelector(b) && document.querySelector(c))",
         arg=[held, queued, aligning])
