@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -52,6 +53,15 @@ def interleaved(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, Tim
         for name, fn in fns.items():
             runs[name].append(timed(fn))
     return {name: sorted(ts, key=lambda t: t.wall_s)[len(ts) // 2] for name, ts in runs.items()}
+
+
+def load_average() -> float | None:
+    """The 1-minute load average: other work on a shared machine skews every figure (and a
+    scaling figure most)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 class ReportFormat:

@@ -21,7 +21,6 @@ SparkRunner's SMOKE suite on ``local[2]`` against ``local[1]`` `jetbench.bench.n
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +32,7 @@ from ..nexmark.digest import digest
 from ..nexmark.model import Event
 from ..nexmark.reference import REFERENCE
 from ..nexmark.suite import check_query, generate_timed
-from .common import ReportFormat, Timing, interleaved, on_thread
+from .common import ReportFormat, Timing, interleaved, load_average, on_thread
 
 DEFAULT_EVENTS = 1_000_000
 #: Flink 1.13 SQL Nexmark, 8 workers: events/s per core (the issue's anchors; Q6 and Q11 unpublished).
@@ -43,14 +42,6 @@ FLINK_PER_CORE = {0: 155_000, 1: 175_000, 2: 175_000, 3: 152_000, 4: 34_000, 5: 
 
 class NexmarkBenchError(JetbenchError):
     """Bad arguments to ``jetbench bench nexmark``."""
-
-
-def load_average() -> float | None:
-    """The 1-minute load average (other work on the shared machine skews every figure)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
 
 
 @dataclass

@@ -46,7 +46,7 @@ def run(masters: tuple[str, ...] = MASTERS, generators: int = 100) -> dict[str, 
     from ..nexmark.suite import smoke
     from ..spark import SparkRunner, session, stop
     from ..spark._session import _active
-    from .nexmark import load_average
+    from .common import load_average
 
     entry = _active()
     load_before = load_average()

@@ -28,7 +28,7 @@ from functools import partial
 from typing import Any
 
 from ..wordcount import non_empty, tokenize, wordcount_pipeline
-from .common import ReportFormat, interleaved
+from .common import ReportFormat, interleaved, load_average
 
 MASTERS = ("local[1]", "local[2]")
 #: Corpus size by default: big enough that the work, not Spark's fixed cost per job (0.15-0.3 s
@@ -86,14 +86,6 @@ def _counts(runner: Any, job: Any) -> dict[str, int]:
     return dict(runner.run(job))
 
 
-def _load_average() -> float | None:
-    """The 1-minute load average: other work on the machine skews the scaling figure."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
-
-
 def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = MASTERS,
         warmups: int = 2) -> SparkWordcountReport:
     """Measure on each of ``masters`` (narrowest first); ``warmups`` passes of every job first."""
@@ -101,7 +93,7 @@ def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = 
     from ..spark._session import _active
 
     entry = _active()  # a session that outlives the benchmark when it is not restarted
-    load_before = _load_average()
+    load_before = load_average()
     # A benchmark is heavy work: let the JVM use its optimising compiler (slower start-up, faster
     # Spark-side code, which is what the PySpark side mostly runs on). JVM options are fixed by
     # the first session of the process, so this only takes effect in a fresh process.
@@ -140,7 +132,7 @@ def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = 
     equal = all(r == reference for r in results)
     runner_s, pyspark_s = seconds[widest]["sparkrunner"], seconds[widest]["pyspark"]
     extra: dict[str, Any] = {"master": widest, "repeat": repeat, "corpus": path, "cpus": os.cpu_count(),
-                             "load_average_before": load_before, "load_average_after": _load_average()}
+                             "load_average_before": load_before, "load_average_after": load_average()}
     for master in masters:
         extra[f"sparkrunner_{master}_s"] = seconds[master]["sparkrunner"]
         extra[f"pyspark_{master}_s"] = seconds[master]["pyspark"]
