@@ -28,8 +28,9 @@ class MetricsSampler:
     """Samples a job's metrics every ``interval_s`` on its own thread into flat records.
 
     Each record is a dict with ``t`` (seconds since submission, on the job's clock), ``kind``
-    ("tasklet", "worker" or "queue", one per DAG edge: `QueueStatistics`) and the statistics'
-    fields (a worker's own ``kind`` becomes ``worker_kind``).
+    ("tasklet", "worker" or "queue", one per DAG edge: `QueueStatistics`, with where the barrier
+    of a snapshot in flight is) and the statistics' fields (a worker's own ``kind`` becomes
+    ``worker_kind``).
     The thread takes one last sample as soon as the job ends and stops (``Job.join`` waits
     for it), or stops on `stop()`.
     """

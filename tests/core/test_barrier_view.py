@@ -17,6 +17,7 @@ import pytest
 from jetbench import DAG, Edge, ExecutionService, Processor
 from jetbench.core.job_config import JobConfig
 from jetbench.core.metrics import JobMetrics, QueueStatistics
+from jetbench.core.sampler import MetricsSampler
 from jetbench.frames import metrics_frame
 
 
@@ -146,6 +147,12 @@ def test_the_barrier_is_seen_in_the_queue_then_held_then_passed(tmp_path, guaran
         assert (q.barrier_id, q.barrier_in_queue, q.barrier_held, q.barrier_passed) == (1, 0, 1, 0)
         frame = metrics_frame(m, kind="queue").set_index("edge")  # the frame has the barrier columns
         assert frame.loc["early → join #0", ["barrier_id", "barrier", "barrier_held"]].tolist() == [1, held, 1]
+        sampler = MetricsSampler(job)  # so do a sampler's records (one sample, taken here)
+        sampler.sample()
+        rows = {r["edge"]: r for r in sampler.records if r["kind"] == "queue"}
+        assert (rows["early → join #0"]["barrier_id"], rows["early → join #0"]["barrier"]) == (1, held)
+        assert {r["vertex"]: r["snapshot_state"] for r in sampler.records if r["kind"] == "tasklet"}["join"] == (
+            "aligning" if guarantee == "exactly_once" else "awaiting barrier")
         assert states(m)["join"] == ("aligning" if guarantee == "exactly_once" else "awaiting barrier", 1)
         if guarantee == "exactly_once":  # the held queue is not drained: the three items wait in it
             assert q.size == 3 and m.tasklet("join").received_count == 5
