@@ -18,7 +18,7 @@ __all__ = ["JetbenchOptions", "SETTINGS"]
 #: setting -> (type, default, help); the option is ``--jetbench_<setting>``
 SETTINGS: dict[str, tuple[type, Any, str]] = {
     "cooperative_threads": (int, 2, "cooperative worker threads (Impulse, Flatten, GroupByKey run on them)"),
-    "parallelism": (int, None, "instances per vertex (default: the cooperative threads); a stateful stage has one"),
+    "parallelism": (int, None, "instances per vertex but Impulse (default: the cooperative threads)"),
     "min_idle_us": (float, 25.0, "the idle floor: a worker's first park after a round without progress, in us"),
     "max_idle_us": (float, 500.0, "the longest park of an idle cooperative worker, in us"),
     "idle_strategy": (str, "backoff", "what an idle worker does: 'backoff' or 'timer'"),

@@ -15,7 +15,8 @@ What a stage gets, in the order Jet's edge priorities deliver it:
 * at the end, the timers the DoFns set (the last setting per key, tag and window, cleared ones
   dropped) fire in timestamp order, round after round until no new timer is set.
 
-User state lives in the state servicer of the instance, so a stateful stage has one instance.
+User state and timers live in the instance's state servicer: a stateful stage's input comes on
+an edge partitioned on the encoded key bytes, so each instance holds the state of its keys.
 """
 
 from __future__ import annotations

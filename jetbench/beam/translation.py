@@ -9,7 +9,8 @@ Beam                jetbench
 ==================  ========================================================================
 Impulse             `ImpulseP`, a source with one instance
 executable stage    `ExecutableStageP`: the fused DoFns, run in an embedded SDK harness
-                    (non-cooperative); side inputs arrive on broadcast edges of priority -1
+                    (non-cooperative); side inputs arrive on broadcast edges of priority -1;
+                    a stateful stage's input is partitioned on the encoded key bytes
 GroupByKey          `GroupByKeyP` behind an edge partitioned on the encoded key bytes
 Flatten             `FlattenP`, one inbound ordinal per input PCollection
 ==================  ========================================================================
@@ -222,12 +223,14 @@ def _stage_node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, t: beam_runner
             for family_id, family in payload.timer_family_specs.items():
                 timers.append(TimerFamily(names[tid], family_id, coders.coder(family.timer_family_coder_id)))
     stateful = bool(stage.user_states or stage.timers or timers)
+    if stateful:  # user state and timers are per key: each instance owns the keys routed to it
+        inputs[0] = (stage.input, "keyed")
     steps = [names[tid] for tid in ordered]
     name = f"stage-{index} {_short(steps)}"
     routes = PCollectionRoutes()
-    spec = StageSpec(name, descriptor, _INPUT_ID, outputs, steps, sides, frozenset(), timers, stateful)
-    v = dag.new_vertex(name, ProcessorSupplier(ExecutableStageP, spec, routes, collector),
-                       1 if stateful else parallelism)
+    spec = StageSpec(name, descriptor, _INPUT_ID, outputs, steps, sides, frozenset({0} if stateful else ()), timers,
+                     stateful)
+    v = dag.new_vertex(name, ProcessorSupplier(ExecutableStageP, spec, routes, collector), parallelism)
     return _Node(v, "stage", inputs, list(stage.outputs), routes, steps)
 
 

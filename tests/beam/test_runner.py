@@ -148,10 +148,22 @@ class _CountThenFlush(beam.DoFn):
         yield key, count.read()
 
 
-def test_user_state_and_event_time_timers(runner):
-    with beam.Pipeline(runner=runner) as p:
-        out = p | beam.Create([("a", 1), ("b", 2), ("a", 3)]) | beam.ParDo(_CountThenFlush())
-        assert_that(out, equal_to([("a", 4), ("b", 2)]))
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_user_state_and_event_time_timers(parallelism):
+    """Each key's state lives in one instance of the stage: with three instances, a key whose
+    values were split between them would be flushed twice with partial sums."""
+    items = [(f"k{k}", v) for v in range(1, 6) for k in range(20)]
+    p = beam.Pipeline(runner=JetbenchRunner(parallelism=parallelism))
+    out = p | beam.Create(items) | "Flush" >> beam.ParDo(_CountThenFlush())
+    assert_that(out, equal_to([(f"k{k}", 15) for k in range(20)]))
+    result = p.run()
+    assert result.wait_until_finish() == PipelineState.DONE
+    (stage,) = [v for v in result.plan.dag.vertices if "Flush" in v.name]
+    assert stage.local_parallelism == parallelism
+    (edge,) = result.plan.dag.inbound_edges(stage)
+    assert edge.routing.value == "partitioned"
+    instances = [t for t in result.job.metrics().tasklets if t.vertex == stage.name]
+    assert len(instances) == parallelism and all(t.received_count > 0 for t in instances)
 
 
 def _explode(x):
@@ -189,34 +201,49 @@ class _Measured(beam.DoFn):
     def __init__(self):
         self.seen = Metrics.counter("jetbench-test", "seen")
         self.sizes = Metrics.distribution("jetbench-test", "sizes")
+        self.words = Metrics.string_set("jetbench-test", "words")
+        self.last = Metrics.gauge("jetbench-test", "last")
 
     def process(self, word):
         self.seen.inc()
         self.sizes.update(len(word))
+        self.words.add(word)
+        self.last.set(len(word))
         yield word
 
 
-def test_metrics_and_the_job_behind_the_result(runner):
-    p = beam.Pipeline(runner=runner)
-    _ = p | beam.Create(["a", "bb", "ccc"] * 10) | "Measure" >> beam.ParDo(_Measured())
+def test_metrics_and_the_job_behind_the_result():
+    """Metrics of many bundles in three instances of a stage merge: counts add up, the
+    distribution combines, the string sets unite (each bundle reports its own)."""
+    words = [str(n) for n in range(9000)]  # each bundle sees other words
+    p = beam.Pipeline(runner=JetbenchRunner(parallelism=3))
+    _ = p | beam.Create(words) | "Measure" >> beam.ParDo(_Measured())
     result = p.run()
     assert isinstance(result, JetbenchPipelineResult)
     assert result.wait_until_finish() == PipelineState.DONE
     metrics = result.metrics().query(MetricsFilter().with_namespace("jetbench-test"))
     (seen,) = metrics["counters"]
-    assert seen.key.metric.name == "seen" and seen.committed == 30 and seen.key.step == "Measure"
+    assert seen.key.metric.name == "seen" and seen.key.step == "Measure"
+    assert seen.committed == seen.attempted == 9000
     (sizes,) = metrics["distributions"]
-    assert (sizes.committed.count, sizes.committed.sum, sizes.committed.min, sizes.committed.max) == (30, 60, 1, 3)
+    total = sum(map(len, words))
+    assert (sizes.committed.count, sizes.committed.sum, sizes.committed.min, sizes.committed.max) == (9000, total, 1, 4)
+    (seen_words,) = metrics["string_sets"]
+    assert seen_words.committed == set(words)
+    (last,) = metrics["gauges"]
+    assert last.committed.value in (1, 2, 3, 4)
+    assert result.metrics().query(MetricsFilter().with_step("no such step"))["counters"] == []
+    assert any(not r.key.metric.namespace.startswith("jetbench")
+               for r in result.monitoring_metrics().query()["counters"])  # Beam's own element counts
     job = result.job
     assert job.status is JobStatus.COMPLETED
     vertices = {t.vertex for t in job.metrics().tasklets}
     assert any(v.startswith("impulse-") for v in vertices)
-    assert any(v.startswith("stage-") and "Measure" in v for v in vertices)
     assert any(v.startswith("group-") for v in vertices)  # Create's reshuffle
     stage = [t for t in job.metrics().tasklets if "Measure" in t.vertex]
-    assert sum(t.received_count for t in stage) > 0
-    assert sum(t.processor_metrics["bundles"] for t in stage) >= 1
-    assert not any(t.cooperative for t in stage)  # a DoFn may block: its stage has a thread of its own
+    assert len(stage) == 3 and sum(t.received_count for t in stage) > 0
+    assert sum(t.processor_metrics["bundles"] for t in stage) >= 3  # at most 16 chunks of 256 per bundle
+    assert not any(t.cooperative for t in stage)  # a DoFn may block: its stage has threads of its own
 
 
 def _slow(x):
