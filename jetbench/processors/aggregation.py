@@ -102,7 +102,13 @@ class _KeyedEmitterP(EmittingProcessor):
     def restore_from_snapshot(self, inbox: Inbox) -> None:
         groups = self.groups
         combine = self.op.combine
-        for key, value in inbox.take():
+        entries = inbox.take()
+        if not groups:  # the usual restore: one entry per key, no marker; the dict built in C
+            fresh = dict(entries)
+            if len(fresh) == len(entries) and BroadcastKey not in set(map(type, fresh)):
+                self.groups = fresh
+                return
+        for key, value in entries:
             if isinstance(key, BroadcastKey):
                 if key.key == "emitting":
                     self._emit_empty = False  # the empty result went out (or a group will)
