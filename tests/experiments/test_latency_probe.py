@@ -50,11 +50,13 @@ def test_a_restored_probe_at_a_lower_parallelism_adds_up_the_instances_it_stands
 
 
 class _FailOnce:
-    def __init__(self, at: int):
-        self.at, self.armed = at, True
+    """Raises once, at the item whose sequence number is ``at`` (``item[index]``, or the item)."""
+
+    def __init__(self, at: int, index: int | None = 1):
+        self.at, self.index, self.armed = at, index, True
 
     def __call__(self, item):
-        if item[1] == self.at and self.armed:
+        if (item if self.index is None else item[self.index]) == self.at and self.armed:
             self.armed = False
             raise ValueError(f"injected failure at item {self.at}")
         return item
@@ -79,3 +81,20 @@ def test_a_job_that_restarts_counts_each_item_once_in_the_probe(tmp_path, guaran
     assert restored.items == n
     assert 0 < len(restored.samples) <= n
     assert not [t.name for t in threading.enumerate() if t.name.startswith("jetbench.")]
+
+
+def test_the_idle_job_keeps_exactly_once_across_a_restart(tmp_path):
+    from jetbench import sources
+    from jetbench.experiments import idle_job
+    from jetbench.processors import Transform, transform_processor
+
+    n = 3000
+    dag = idle_job(sources.generator(20_000, count=n), window_ms=10)
+    (third,) = [v for v in dag.vertices if v.name == "map-3"]
+    third.supplier = transform_processor(Transform(timestamped=True).map(_FailOnce(2 * n // 3, index=None)))
+    config = JobConfig("exactly_once", snapshot_interval_ms=10, snapshot_store=tmp_path / "s.sqlite")
+    job = ExecutionService(cooperative_threads=2).submit(dag, config=config)
+    job.join(30)
+    assert job.restarts == 1 and job.restored_from > 0
+    (probe,) = [t.processor for t in job.tasklets if isinstance(t.processor, LatencyProbeP)]
+    assert probe.items == n
