@@ -96,6 +96,16 @@ class BeamPlan:
             lines.append(f"{e.source.name}[{e.source_ordinal}] -> {e.target.name}[{e.destination_ordinal}]  ({how})")
         return "\n".join(lines)
 
+    def __str__(self) -> str:
+        return self.explain()
+
+    def __repr__(self) -> str:
+        return f"BeamPlan({len(self.dag.vertices)} vertices, {len(self.dag.edges)} edges)"
+
+    def _repr_svg_(self) -> str | None:
+        """A notebook draws the plan as its DAG (when Graphviz's ``dot`` is installed)."""
+        return self.dag._repr_svg_()
+
 
 def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None = None,
               queue_size: int | None = None) -> BeamPlan:

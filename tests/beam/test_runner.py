@@ -3,6 +3,7 @@ the pipeline on a wrong result), the DAG a pipeline becomes, errors, metrics, ca
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ from jetbench.beam import (
 )
 from jetbench.core.errors import JetbenchError, JobError
 from jetbench.core.job import JobStatus
+from jetbench.notebook.dashboard_model import DashboardModel
 
 
 @pytest.fixture(params=[1, 2], ids=lambda n: f"threads={n}")
@@ -262,13 +264,28 @@ def test_cancel_ends_the_job():
 
 def test_the_runner_named_on_the_command_line():
     options = PipelineOptions(["--runner=jetbench.beam.JetbenchRunner", "--jetbench_cooperative_threads=1",
-                               "--jetbench_queue_size=16"])
+                               "--jetbench_queue_size=16", "--jetbench_idle_strategy=timer",
+                               "--jetbench_min_idle_us=100", "--jetbench_max_idle_us=2000"])
     p = beam.Pipeline(options=options)
     assert_that(p | beam.Create([3, 1, 2]) | beam.Map(lambda x: x * x), equal_to([1, 4, 9]))
     result = p.run()
     assert isinstance(result, JetbenchPipelineResult)
     assert result.wait_until_finish() == PipelineState.DONE
     assert all(e.edge_queue_size == 16 for e in result.plan.dag.edges)
+    service = result.job.service
+    assert (service.cooperative_threads, service.idle_strategy) == (1, "timer")
+    assert (service.idle.min_idle_us, service.idle.max_idle_us) == (100, 2000)
+
+
+def test_the_dashboard_shows_the_beam_stages():
+    p = beam.Pipeline(runner=JetbenchRunner())
+    _ = p | beam.Create(["a b", "b c"]) | beam.FlatMap(str.split) | "Count" >> beam.combiners.Count.PerElement()
+    result = p.run()
+    result.wait_until_finish()
+    state = DashboardModel(result.job, max_rows=200).update(final=True)
+    rows = {r["vertex"] for r in state["rows"]}
+    assert rows == set(result.plan.vertices)
+    assert any("Count" in vertex and vertex.startswith("group-") for vertex in rows)
 
 
 def test_explain_draws_the_dag():
@@ -278,6 +295,9 @@ def test_explain_draws_the_dag():
     text = plan.explain()
     assert "GroupByKey  [group_by_key" in text and "(partitioned)" in text
     assert "digraph" in plan.dag.to_dot()
+    assert str(plan) == text and repr(plan).startswith("BeamPlan(")
+    if shutil.which("dot"):
+        assert "<svg" in plan._repr_svg_()
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
