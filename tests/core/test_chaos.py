@@ -20,9 +20,11 @@ covers the disorder, so a failure-free run's output does not depend on timing.
 
 The failure, at random: an exception raised once, on the n-th call of one of the pipeline's
 functions (a map before or after the join, either key function of the join, the window's key
-function, the last map), or on the first ``save_to_snapshot()`` of the instances of a random
-vertex, or on the first ``restore_from_snapshot()`` / ``finish_snapshot_restore()`` of a random
-vertex's instances after a first failure (then the job restarts twice).
+function, the last map); or in a random vertex's processor calls: its first
+``save_to_snapshot()``, or its first call of any kind (``process``, ``try_process_watermark``,
+``complete``, ``save_to_snapshot``), once stream A is a random fraction through (else at the
+instance's last save, when it completes); or its first ``restore_from_snapshot()`` /
+``finish_snapshot_restore()`` after a first failure (then the job restarts twice).
 
 Exactly-once: the output equals the failure-free run's, exactly (as a multiset).
 At-least-once: the output contains the failure-free run's, and every extra item is a replay.
@@ -54,8 +56,13 @@ from jetbench.window import session, sliding, tumbling
 
 JOINS = ("hash-inner", "hash-left", "co-group-window", "co-group-batch")
 FUNCTION_POINTS = ("before-join", "join-key", "join-other-key", "after-join", "window-key", "last-map")
-#: failures in a processor's snapshot calls: its first save, or its first restore call
-SNAPSHOT_POINTS = ("save", "restore")
+#: failures in a random vertex's processor calls: its first save, its first restore call, or
+#: its first call of any kind (process, watermark, complete, save) once the stream is that far
+CALL_POINTS: dict[str, tuple[str, ...]] = {
+    "save": ("save_to_snapshot",),
+    "restore": ("restore_from_snapshot", "finish_snapshot_restore"),
+    "call": ("process", "try_process_watermark", "complete", "save_to_snapshot"),
+}
 #: events per second of a paced stream
 RATE = 5000
 
@@ -80,10 +87,10 @@ class FailPoint:
         return self.fn(x)
 
 
-class FlakySnapshots:
-    """A vertex's supplier whose processors go through ``point`` in their snapshot calls
-    ``calls``, once ``armed()`` says so or the processor has completed (its last save is then
-    to come), so that the point raises inside one of them."""
+class FlakyCalls:
+    """A vertex's supplier whose processors go through ``point`` in their calls ``calls``, once
+    ``armed()`` says so or the processor has completed (its last save is then to come), so
+    that the point raises inside one of them."""
 
     def __init__(self, supplier: Callable[[], Any], calls: tuple[str, ...], point: FailPoint,
                  armed: Callable[[], bool]):
@@ -94,23 +101,21 @@ class FlakySnapshots:
 
     def __call__(self) -> Any:
         processor = self.supplier()
-        completed = [False]
-        complete = processor.complete
+        completed = False
 
-        def complete_once() -> bool:
-            completed[0] = done = complete()
-            return done
-
-        def through(method: Callable[..., Any]) -> Callable[..., Any]:
+        def through(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
             def call(*args: Any) -> Any:
-                if completed[0] or self.armed():
+                nonlocal completed
+                if name in self.calls and (completed or self.armed()):
                     self.point(None)
-                return method(*args)
+                result = method(*args)
+                if name == "complete" and result:
+                    completed = True
+                return result
             return call
 
-        processor.complete = complete_once
-        for name in self.calls:
-            setattr(processor, name, through(getattr(processor, name)))
+        for name in {*self.calls, "complete"}:
+            setattr(processor, name, through(name, getattr(processor, name)))
         return processor
 
     def __getattr__(self, name: str) -> Any:  # merge_results and the like: the real supplier's
@@ -129,7 +134,7 @@ class Case:
     join_window: tuple[str, int, int]  # the windowed co-group's: (kind, size or gap, slide)
     window: tuple[int, int]  # (size, slide)
     paced: bool
-    point: str  # a FUNCTION_POINTS or SNAPSHOT_POINTS name
+    point: str  # a FUNCTION_POINTS or CALL_POINTS name
     vertex: int  # a snapshot point's vertex: an index into the DAG's vertex names, sorted
     fraction: float  # where a function point's failure falls, as a fraction of its calls
 
@@ -166,7 +171,7 @@ def cases(draw: Any) -> Case:
     join_window = (draw(st.sampled_from(["tumbling", "sliding", "session"])), co_slide * draw(st.sampled_from([1, 2, 3])),
                    co_slide)
     return Case(events, other, disorder, keys, draw(st.sampled_from(JOINS)), join_window, (size, slide),
-                draw(st.sampled_from([True, True, True, False])), draw(st.sampled_from(FUNCTION_POINTS + SNAPSHOT_POINTS)),
+                draw(st.sampled_from([True, True, True, False])), draw(st.sampled_from(FUNCTION_POINTS + tuple(CALL_POINTS))),
                 draw(st.integers(0, 1000)), draw(st.floats(0.05, 0.95)))
 
 
@@ -235,18 +240,17 @@ def _points(case: Case, fail: str | None = None, at: int | None = None) -> dict[
     return {name: FailPoint(at if name == fail else None, keyed.get(name, lambda x: x)) for name in FUNCTION_POINTS}
 
 
-def _dag(case: Case, points: dict[str, FailPoint], snapshot_point: FailPoint | None) -> tuple[DAG, str]:
-    """The case's DAG (paced if the case is); with ``snapshot_point``, the snapshot calls of a
-    random vertex go through it. Returns the DAG and that vertex's name."""
+def _dag(case: Case, points: dict[str, FailPoint], call_point: FailPoint | None) -> tuple[DAG, str]:
+    """The case's DAG (paced if the case is); with ``call_point``, the case's calls of a random
+    vertex go through it. Returns the DAG and that vertex's name."""
     dag = _pipeline(case, points, case.paced).to_dag()
-    if snapshot_point is None:
+    if call_point is None:
         return dag, ""
     vertex = sorted(dag.vertices, key=lambda v: v.name)[case.vertex % len(dag.vertices)]
-    calls = ("save_to_snapshot",) if case.point == "save" else ("restore_from_snapshot", "finish_snapshot_restore")
     before_join = points["before-join"]
     threshold = case.fraction * len(case.events)
     armed = (lambda: True) if case.point == "restore" else (lambda: before_join.calls >= threshold)
-    vertex.supplier = FlakySnapshots(vertex.supplier, calls, snapshot_point, armed)
+    vertex.supplier = FlakyCalls(vertex.supplier, CALL_POINTS[case.point], call_point, armed)
     return dag, vertex.name
 
 
@@ -300,18 +304,18 @@ def _check(case: Case, guarantee: str, threads: int, tmp_path: Any,
     # the failure-free run, unpaced: its output does not depend on timing
     expected = ExecutionService(cooperative_threads=threads).run(_pipeline(case, reference_points, False).to_dag(), 60)
     assert not _jetbench_threads()
-    snapshot_point = None
-    if case.point in SNAPSHOT_POINTS:
-        snapshot_point = FailPoint(1)
-        # a save fails once A is that far through (or at the instance's last save); a restore
-        # needs a restart first: a map fails that far through A
+    call_point = None
+    if case.point in CALL_POINTS:
+        call_point = FailPoint(1)
+        # a save or any call fails once A is that far through (or at the instance's last save);
+        # a restore needs a restart first: a map fails that far through A
         points = _points(case, "before-join" if case.point == "restore" else None,
                          max(1, int(case.fraction * len(case.events))))
     else:
         calls = reference_points[case.point].calls
         assert calls > 0
         points = _points(case, case.point, max(1, int(case.fraction * calls)))
-    dag, vertex = _dag(case, points, snapshot_point)
+    dag, vertex = _dag(case, points, call_point)
     config = JobConfig(guarantee, snapshot_interval_ms=5, max_restarts=3, snapshot_store=tmp_path / "chaos.sqlite")
     job = ExecutionService(cooperative_threads=threads).submit(dag, config=config)
     result = job.join(60)
@@ -321,14 +325,14 @@ def _check(case: Case, guarantee: str, threads: int, tmp_path: Any,
     assert not _jetbench_threads(), "no thread outlives the job"
     raised = [p.raised for p in points.values() if p.at is not None]
     assert all(raised), f"{context}: the function failure was injected"
-    if snapshot_point is not None and case.point == "restore":
+    if call_point is not None and case.point == "restore":
         # the restart restored a snapshot, so the vertex's instances restored, and one failed;
         # or the first failure came before any snapshot and the job restarted from the start
-        assert job.restarts == 1 + snapshot_point.raised, context
-        assert snapshot_point.raised or job.restored_from == 0, context
-    elif snapshot_point is not None:
-        # armed, or at the instance's last save when it completes
-        assert snapshot_point.raised and job.restarts == 1, context
+        assert job.restarts == 1 + call_point.raised, context
+        assert call_point.raised or job.restored_from == 0, context
+    elif call_point is not None:
+        # once armed, or at the instance's last save when it completes
+        assert call_point.raised and job.restarts == 1, context
     else:
         assert job.restarts == 1, context
     record(f"{case.join}, failure at {case.point}")
@@ -352,9 +356,9 @@ def test_a_random_pipeline_with_a_failure_injected_keeps_its_guarantee(tmp_path,
 
 
 @pytest.mark.parametrize("join", JOINS)
-@pytest.mark.parametrize("point", ["join-key", "last-map", "save", "restore"])
+@pytest.mark.parametrize("point", ["join-key", "last-map", "call", "save", "restore"])
 def test_a_paced_pipeline_failing_late_restarts_from_a_snapshot_not_the_start(tmp_path, join, point):
-    """Late in a paced stream, in a function, or in the join vertex's save or restore."""
+    """Late in a paced stream: in a function, or in a call, a save or a restore of the join vertex."""
     events = [(i % 4, i, 2 * i - (i % 5)) for i in range(1000)]
     other = [(i % 5, 100_000 + i, 10 * i) for i in range(200)]
     case = Case(events, other, disorder=5, keys=4, join=join, join_window=("sliding", 40, 20), window=(40, 20),
