@@ -34,7 +34,8 @@ def expected_auction_duration_ms(config: NexmarkConfig) -> int:
 
 
 def is_auction_or_bid(event: Any) -> bool:
-    return type(event) is Auction or type(event) is Bid
+    t = type(event)
+    return t is Bid or t is Auction  # bids first: 46 events in 50
 
 
 def auction_id(event: Any) -> int:
