@@ -3,7 +3,7 @@ compiled with mypyc (issue 17 §3; how the compiled and the pure build are chose
 jetbench/core/compiled.py).
 
     .venv/bin/python setup.py build_ext --inplace   # what scripts/setup.sh runs when a source changed
-    pip wheel .                                     # a wheel with the compiled modules
+    pip wheel .                                     # a wheel with the compiled modules and widgets
 
 The compiled modules go beside their sources (``jetbench/core/*.so``) with ``_compiled.json``, the
 hash of each source compiled. A compile that fails (no C compiler, no mypy) leaves a working pure
@@ -14,16 +14,37 @@ from __future__ import annotations
 
 import os
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 CORE = Path("jetbench", "core")
 # jetbench/core/compiled.py is standard library only: read it without importing jetbench
 _compiled = runpy.run_path(str(ROOT / CORE / "compiled.py"))
+
+
+class BuildPy(build_py):
+    """build_py that builds the widgets' front end into jetbench/_static before the package data
+    is collected, so that a wheel's dashboards and builder work without a checkout."""
+
+    def run(self) -> None:
+        if not getattr(self, "editable_mode", False) and (ROOT / "widgets" / "src").is_dir():
+            script = ROOT / "scripts" / "build_widgets.sh"
+            try:
+                subprocess.run(["bash", str(script)], cwd=ROOT, check=True)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                raise SystemExit(
+                    f"jetbench setup.py: building the notebook widgets failed ({exc}); a wheel "
+                    "without them has no dashboard or builder. Install node 18+ and npm "
+                    "(scripts/setup.sh does), then build again"
+                ) from exc
+            self.__dict__.pop("data_files", None)  # collect jetbench/_static as it is now
+        super().run()
 
 
 def _warn(message: str) -> None:
@@ -73,4 +94,4 @@ def engine_extensions() -> list:  # list[setuptools.Extension]
         return []
 
 
-setup(ext_modules=engine_extensions(), cmdclass={"build_ext": BuildExt})
+setup(ext_modules=engine_extensions(), cmdclass={"build_ext": BuildExt, "build_py": BuildPy})
