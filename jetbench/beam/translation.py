@@ -53,6 +53,7 @@ KNOWN_RUNNER_URNS = frozenset([IMPULSE, FLATTEN, GROUP_BY_KEY])
 
 _INPUT_ID = "jetbench/read"
 _SIDE_PRIORITY = -1
+_SIDE_INPUT_PATTERNS = frozenset([common_urns.side_inputs.ITERABLE.urn, common_urns.side_inputs.MULTIMAP.urn])
 
 
 def optimize(pipeline: beam_runner_api_pb2.Pipeline, drain: bool = False) -> beam_runner_api_pb2.Pipeline:
@@ -222,6 +223,10 @@ def _stage_node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, t: beam_runner
         consumer = components.transforms[side.transform_id]
         pcoll = consumer.inputs[side.local_name]
         payload = proto_utils.parse_Bytes(consumer.spec.payload, beam_runner_api_pb2.ParDoPayload)
+        pattern = payload.side_inputs[side.local_name].access_pattern.urn
+        if pattern not in _SIDE_INPUT_PATTERNS:
+            raise UnsupportedBeamFeature(f"Beam step {names[side.transform_id]!r}: side input {side.local_name!r} "
+                                         f"is read as {pattern!r}; the runner supports iterable and multimap")
         sides.append(SideInputSpec(len(inputs), names[side.transform_id], side.local_name,
                                    payload.side_inputs[side.local_name].access_pattern, coders.windowed_coder(pcoll)))
         inputs.append((pcoll, "side"))

@@ -257,6 +257,7 @@ def test_cancel_ends_the_job():
     p = beam.Pipeline(runner=JetbenchRunner())
     _ = p | beam.Create(range(40)) | beam.Map(_slow)
     result = p.run()
+    assert result.wait_until_finish(duration=10) == PipelineState.RUNNING  # 10 ms of 2 s of sleeps
     assert result.cancel() == PipelineState.CANCELLED
     assert result.wait_until_finish() == PipelineState.CANCELLED
     assert result.job.live_threads() == []
