@@ -32,7 +32,10 @@ HERE = Path(__file__).resolve().parent.parent
 def round_cost_us(rate: float, seconds: float) -> float:
     """Mean thread CPU per round, in microseconds, over ``seconds`` of 1 ms ticks."""
     from jetbench import sources
-    from jetbench.core.execution import _Worker
+    try:
+        from jetbench.core.worker import Worker
+    except ModuleNotFoundError:  # a --baseline checkout from before the worker loop had its module
+        from jetbench.core.execution import _Worker as Worker  # type: ignore[attr-defined,no-redef]
     from jetbench.core.idle import IdleConfig
     from jetbench.core.job import Job
 
@@ -51,7 +54,7 @@ def round_cost_us(rate: float, seconds: float) -> float:
         tasklets = build_tasklets(dag, job, 1, 1024, None)
     else:
         tasklets = list(build_plan(dag, 1, 1024).tasklets)
-    call = _Worker(0, job, IdleConfig(1000, 1000), 10**9, "round-cost")._call
+    call = Worker(0, job, IdleConfig(1000, 1000), 10**9, "round-cost")._call
     tick = time.perf_counter()
     end = tick + seconds
     cpu = 0.0

@@ -52,6 +52,7 @@ COMPILED_MODULES = (
     "routing",
     "tasklet",
     "snapshot_tasklet",
+    "worker",
 )
 #: mypyc's group: the shared library of the compiled modules is ``jetbench/core/_engine__mypyc``
 GROUP_NAME = "jetbench.core._engine"

@@ -1,9 +1,10 @@
-"""The cooperative execution service: worker threads calling tasklets round-robin.
+"""The cooperative execution service: plans a job and hands its tasklets to worker threads.
 
-Each job gets its own workers, which end when the job ends, so no thread outlives a job:
-``cooperative_threads`` workers share the cooperative tasklets (dealt round-robin, the cursor
-kept across jobs as Jet does), and every non-cooperative tasklet gets a dedicated thread.
-A worker backs off through its idler only after a full round in which no tasklet progressed.
+Each job gets its own workers (`jetbench.core.worker`), which end when the job ends, so no thread
+outlives a job: ``cooperative_threads`` workers share the cooperative tasklets (dealt
+round-robin, the cursor kept across jobs as Jet does), and every non-cooperative tasklet gets a
+dedicated thread. A worker backs off through its idler only after a full round in which no
+tasklet progressed.
 
 >>> from jetbench import DAG, Edge, ExecutionService
 >>> from jetbench.processors import items_source, map_processor, collect_sink
@@ -21,275 +22,25 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 import weakref
-from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .clock import SYSTEM_CLOCK, Clock
 from .dag import DAG
 from .errors import DagError, JetbenchError, JobError, JobTimeout
-from .idle import IDLE_STRATEGIES, IdleConfig, Idler, make_idler
+from .idle import IDLE_STRATEGIES, IdleConfig, make_idler
 from .job import Job, JobStatus
 from .job_config import JobConfig
-from .metrics import WorkerStatistics
 from .plan import JobPlan, build_plan
 from .sampler import MetricsSampler
-from .tasklet import DONE_STATE, ProcessorTasklet, TaskletAborted
+from .tasklet import ProcessorTasklet
+from .worker import BlockingWorker, CooperativeWorker, Worker, share_work
 
 if TYPE_CHECKING:
     from .snapshot_tasklet import SnapshotSetup
 
 _job_ids = itertools.count(1)
-
-
-def _thread_cpu_s(thread: threading.Thread | None) -> float | None:
-    """CPU seconds used by a live thread, read from another thread (Linux), else None."""
-    if thread is None or thread.ident is None or not thread.is_alive():
-        return None
-    try:
-        return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
-    except (AttributeError, OSError):
-        return None
-
-
-class _Worker:
-    """What cooperative and blocking workers share: a thread, counters and the call loop body."""
-
-    kind = "cooperative"
-
-    def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str,
-                 idle_strategy: str = "backoff", clock: Clock = SYSTEM_CLOCK):
-        self.index = index
-        self.job = job
-        self.idler: Idler = make_idler(idle_strategy, idle_config, clock)
-        self.slow_call_ns = slow_call_ns
-        self.tasklets: list[ProcessorTasklet] = []
-        self.iteration_count = 0
-        self.idle_count = 0
-        self.final_cpu_s: float | None = None
-        #: cooperative workers to wake when this one makes progress (it may have fed them)
-        self.colleagues: list[CooperativeWorker] = []
-        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
-        self._now_ns = clock.monotonic_ns
-
-    @property
-    def cpu_time_s(self) -> float:
-        live = _thread_cpu_s(self.thread)
-        if live is not None:
-            return live
-        return self.final_cpu_s or 0.0
-
-    def statistics(self) -> WorkerStatistics:
-        """A frozen record of this worker's counters (see `jetbench.core.metrics`)."""
-        return WorkerStatistics(
-            index=self.index,
-            kind=self.kind,
-            tasklet_count=len(self.tasklets),
-            iteration_count=self.iteration_count,
-            idle_count=self.idle_count,
-            parked_ms=self.idler.parked_ns / 1e6,
-            cpu_time_s=self.cpu_time_s,
-            alive=self.thread.is_alive(),
-        )
-
-    def _main(self) -> None:
-        try:
-            self.run()
-        except BaseException as exc:  # a bug in the engine itself: fail the job, never hang it
-            self.job.record_failure(exc, None, f"worker {self.thread.name}")
-            self._abort_all()
-        finally:
-            self.final_cpu_s = time.thread_time()
-            self.job._worker_exited()
-
-    def run(self) -> None:
-        raise NotImplementedError
-
-    def _call(self, t: ProcessorTasklet) -> int:
-        """One timed call; exceptions fail the job (or are the job's own teardown)."""
-        now_ns = self._now_ns
-        t0 = now_ns()
-        try:
-            r = t.call()
-        except TaskletAborted:
-            r = 0
-        except Exception as exc:
-            self.job.record_failure(exc, t, t.state.name.lower())
-            r = 0
-        dt = now_ns() - t0
-        t.calls += 1
-        t.busy_ns += dt
-        if dt > self.slow_call_ns and t.cooperative:
-            t.slow_calls += 1
-            if dt > t.max_call_ns:
-                t.max_call_ns = dt
-        if r:
-            t.progress_calls += 1
-        return r
-
-    def _abort_all(self) -> None:
-        for t in self.tasklets:
-            self._abort(t)
-        self.tasklets.clear()
-
-    def _abort(self, t: ProcessorTasklet) -> None:
-        if t.is_done:
-            return
-        try:
-            t.abort()
-        except Exception as exc:
-            self.job.record_failure(exc, t, "close")
-
-
-class CooperativeWorker(_Worker):
-    """Calls its tasklets round-robin; idles with exponential backoff after an idle round."""
-
-    def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str,
-                 idle_strategy: str = "backoff", clock: Clock = SYSTEM_CLOCK):
-        super().__init__(index, job, idle_config, slow_call_ns, name, idle_strategy, clock)
-        self.stealing: WorkStealing | None = None  # set when work stealing is on
-        self.incoming: deque[ProcessorTasklet] = deque()
-        self.expected = 0  # tasklets marked for stealing by this worker, not yet handed over
-
-    def run(self) -> None:
-        job = self.job
-        tasklets = self.tasklets
-        stealing = self.stealing
-        call = self._call
-        idle_round = 0
-        while tasklets or self.incoming or self.expected:
-            while self.incoming:
-                t = self.incoming.popleft()
-                t.worker_index = self.index
-                tasklets.append(t)
-            if job.terminating:
-                self._abort_all()
-                if stealing is not None:
-                    stealing.release_marks(self)
-                continue
-            progress = False
-            finished: list[ProcessorTasklet] | None = None  # to dismiss after the round
-            for t in tasklets:
-                if stealing is not None and t.steal_to is not None:
-                    if finished is None:
-                        finished = [t]
-                    else:
-                        finished.append(t)
-                    continue
-                r = call(t)
-                if r:
-                    progress = True
-                    if r & DONE_STATE:
-                        if finished is None:
-                            finished = [t]
-                        else:
-                            finished.append(t)
-            self.iteration_count += 1
-            if finished is not None:
-                for t in finished:
-                    if stealing is not None:
-                        stealing.dismissed(self, t)  # removes it from our list under its lock
-                    else:
-                        tasklets.remove(t)
-            if progress:
-                idle_round = 0
-                for w in self.colleagues:
-                    w.idler.wake()
-                if tasklets:
-                    self.idler.after_progress(tasklets)
-            elif tasklets or self.expected:
-                idle_round += 1
-                self.idle_count += 1
-                self.idler.idle(idle_round, tasklets)
-
-
-class BlockingWorker(_Worker):
-    """A dedicated thread for one non-cooperative tasklet, with its own idler."""
-
-    kind = "blocking"
-
-    def run(self) -> None:
-        job = self.job
-        t = self.tasklets[0]
-        idle_round = 0
-        while not job.terminating:
-            r = self._call(t)
-            self.iteration_count += 1
-            if r & DONE_STATE:
-                self.tasklets.clear()
-                return
-            if r:
-                idle_round = 0
-                for w in self.colleagues:
-                    w.idler.wake()
-            else:
-                idle_round += 1
-                self.idle_count += 1
-                self.idler.idle(idle_round)
-        self._abort_all()
-
-    def wait_for_room(self, t: ProcessorTasklet) -> None:
-        """Blocking-outbox wait: flush; if nothing moved, idle; leave if the job is torn down."""
-        idle_round = 0
-        while not t._flush():
-            if self.job.terminating:
-                raise TaskletAborted()
-            idle_round += 1
-            self.idler.idle(idle_round)
-
-
-class WorkStealing:
-    """Jet's historical work stealing (2016-2018), kept as a switch for teaching.
-
-    Only when a worker dismisses a finished tasklet does it look for the colleague with the
-    longest tasklet list; if that list is at least 2 longer than its own, it marks that
-    colleague's first unmarked tasklet. The owner, on reaching a marked tasklet, hands it over
-    instead of calling it; a tasklet never runs on two threads at once.
-    """
-
-    def __init__(self, workers: list[CooperativeWorker]):
-        self.workers = workers
-        self._lock = threading.Lock()
-        self.steals = 0
-
-    def dismissed(self, worker: CooperativeWorker, t: ProcessorTasklet) -> None:
-        """``worker`` leaves ``t``, finished or marked for stealing: remove it from its list and
-        hand it over if marked. Under the lock, so `release_marks` always finds a marked
-        tasklet in its owner's list and never races a handover."""
-        with self._lock:
-            thief = t.steal_to
-            if thief is None and not t.is_done:
-                return  # the thief released its mark (job torn down): the owner keeps it
-            worker.tasklets.remove(t)
-            if thief is not None:  # marked: hand it over (finished ones just release the mark)
-                t.steal_to = None
-                thief.expected -= 1
-                if not t.is_done:
-                    thief.incoming.append(t)
-                    self.steals += 1
-                return
-            self._try_steal(worker)
-
-    def _try_steal(self, thief: CooperativeWorker) -> None:
-        mine = len(thief.tasklets) + len(thief.incoming) + thief.expected
-        victim = max((w for w in self.workers if w is not thief), key=lambda w: len(w.tasklets), default=None)
-        if victim is None or len(victim.tasklets) - mine < 2:
-            return
-        for t in list(victim.tasklets):
-            if t.steal_to is None and not t.is_done:
-                t.steal_to = thief
-                thief.expected += 1
-                return
-
-    def release_marks(self, worker: CooperativeWorker) -> None:
-        with self._lock:
-            worker.expected = 0
-            for w in self.workers:
-                for t in list(w.tasklets):
-                    if t.steal_to is worker:
-                        t.steal_to = None
 
 
 class ExecutionService:
@@ -402,8 +153,8 @@ class ExecutionService:
         job.edges = plan.edges
         cooperative = self._deal_cooperative(job, plan.tasklets)
         if self.work_stealing and len(cooperative) > 1:
-            _share_work(cooperative)
-        workers: list[_Worker] = [*cooperative, *self._dedicate_threads(job, plan.tasklets, blocking)]
+            share_work(cooperative)
+        workers: list[Worker] = [*cooperative, *self._dedicate_threads(job, plan.tasklets, blocking)]
         for w in workers:
             w.colleagues = [c for c in cooperative if c is not w]
         with self._lock:
@@ -496,14 +247,7 @@ def _as_dag(dag: Any) -> DAG:
     return dag
 
 
-def _share_work(workers: list[CooperativeWorker]) -> None:
-    """Turn Jet's historical work stealing on among ``workers``."""
-    stealing = WorkStealing(workers)
-    for w in workers:
-        w.stealing = stealing
-
-
-def _start_threads(job: Job, workers: list[_Worker]) -> None:
+def _start_threads(job: Job, workers: list[Worker]) -> None:
     for w in workers:
         w.thread.start()
     if job.sampler is not None:

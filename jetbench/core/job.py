@@ -57,7 +57,7 @@ def _view(name: str) -> Callable[..., Any]:
 
 class JobWorker(Protocol):
     """What a job, and whoever reads ``job.workers``, sees of the workers running it
-    (``execution.CooperativeWorker`` and ``BlockingWorker``)."""
+    (``worker.CooperativeWorker`` and ``worker.BlockingWorker``)."""
 
     @property
     def index(self) -> int: ...
