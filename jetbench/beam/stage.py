@@ -6,12 +6,16 @@ a slow service) for as long as they like, which would stall every tasklet sharin
 thread (Jet's Beam runner made the same choice for DoFns). Impulse, Flatten and GroupByKey run
 only the runner's own code and stay cooperative.
 
-What a stage gets, in the order Jet's edge priorities deliver it:
+What a stage gets:
 
-* side inputs first (broadcast edges of a lower priority), stored in the stage's state
-  servicer, per window and per key as the access pattern asks, once their edge completes;
-* the main input: every batch of chunks in the inbox (at most 16) is one bundle (keyed pairs from a keyed
-  edge lose their key first); residuals of splittable DoFns are run again until none is left;
+* side inputs (broadcast edges), stored in the stage's state servicer, per window and per key
+  as the access pattern asks, once their edge completes;
+* the main input: every batch of chunks in the inbox (at most 16) is one bundle (keyed pairs
+  from a keyed edge lose their key first); residuals of splittable DoFns are run again until
+  none is left. Main input that comes before every side input is complete is held in memory
+  until they are. Side edges of a higher priority (drained first) would deadlock when the main
+  input and a side input both come from one upstream vertex and the main queue fills up: that
+  vertex then waits on a consumer that waits on it;
 * at the end, the timers the DoFns set (the last setting per key, tag and window, cleared ones
   dropped) fire in timestamp order, round after round until no new timer is set.
 
@@ -93,6 +97,8 @@ class ExecutableStageP(Processor):
         self._side_chunks: dict[int, list[bytes]] = {s.ordinal: [] for s in spec.side_inputs}
         self._side_specs = {s.ordinal: s for s in spec.side_inputs}
         self._timers: dict[tuple[str, str], dict[Any, Any]] = {}
+        #: main-input chunks that came before every side input was complete
+        self._held: list[bytes] = []
         self._worker: Any = None
         self._state: Any = None
         self._descriptor_id = ""
@@ -117,11 +123,18 @@ class ExecutableStageP(Processor):
         if ordinal in self._side_chunks:
             self._side_chunks[ordinal].extend(inbox.take())
             return
-        items = inbox.take(_CHUNKS_PER_BUNDLE)
-        if ordinal in self.spec.keyed_input_ordinals:
-            items = [element for _, element in items]
-        self.elements_in += len(items)
-        self._run(items, {})
+        if self._side_chunks:  # a side input is not complete yet: hold the main input
+            self._held.extend(self._main_chunks(ordinal, inbox.take()))
+            return
+        if self._held:  # what was held goes first; the inbox waits for the next call
+            self._run_held()
+            return
+        self._run(self._main_chunks(ordinal, inbox.take(_CHUNKS_PER_BUNDLE)), {})
+
+    def try_process(self) -> bool:
+        if self._held and not self._side_chunks:
+            self._run_held()
+        return not self._held or bool(self._side_chunks)
 
     def complete_edge(self, ordinal: int) -> bool:
         side = self._side_specs.get(ordinal)
@@ -133,6 +146,8 @@ class ExecutableStageP(Processor):
         return True
 
     def complete(self) -> bool:
+        while self._held:
+            self._run_held()
         while self._timers:
             fired = self._take_timers()
             if not fired:
@@ -149,6 +164,16 @@ class ExecutableStageP(Processor):
         return {"bundles": self.bundles, "chunks_in": self.elements_in}
 
     # -- bundles -------------------------------------------------------------------------------
+
+    def _main_chunks(self, ordinal: int, items: list[Any]) -> list[bytes]:
+        if ordinal in self.spec.keyed_input_ordinals:
+            items = [element for _, element in items]
+        self.elements_in += len(items)
+        return items
+
+    def _run_held(self) -> None:
+        chunks, self._held = self._held[:_CHUNKS_PER_BUNDLE], self._held[_CHUNKS_PER_BUNDLE:]
+        self._run(chunks, {})
 
     def _run(self, chunks: list[bytes], timers: dict[tuple[str, str], bytes]) -> None:
         """Run a bundle of ``chunks`` (and ``timers``), then its residuals until none is left."""

@@ -9,7 +9,7 @@ Beam                jetbench
 ==================  ========================================================================
 Impulse             `ImpulseP`, a source with one instance
 executable stage    `ExecutableStageP`: the fused DoFns, run in an embedded SDK harness
-                    (non-cooperative); side inputs arrive on broadcast edges of priority -1;
+                    (non-cooperative); side inputs arrive on broadcast edges;
                     a stateful stage's input is partitioned on the encoded key bytes
 GroupByKey          `GroupByKeyP` behind an edge partitioned on the encoded key bytes
 Flatten             `FlattenP`, one inbound ordinal per input PCollection
@@ -52,7 +52,6 @@ EXECUTABLE_STAGE = common_urns.executable_stage
 KNOWN_RUNNER_URNS = frozenset([IMPULSE, FLATTEN, GROUP_BY_KEY])
 
 _INPUT_ID = "jetbench/read"
-_SIDE_PRIORITY = -1
 _SIDE_INPUT_PATTERNS = frozenset([common_urns.side_inputs.ITERABLE.urn, common_urns.side_inputs.MULTIMAP.urn])
 
 
@@ -136,7 +135,7 @@ def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None =
             if keyed:
                 edge.partitioned(_key_of)
             elif role == "side":
-                edge.broadcast().priority(_SIDE_PRIORITY)
+                edge.broadcast()
             if queue_size is not None:
                 edge.queue_size(queue_size)
             dag.edge(edge)

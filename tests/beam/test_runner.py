@@ -124,12 +124,27 @@ def test_side_inputs(runner):
         names = p | "names" >> beam.Create([(1, "one"), (2, "two")])
         extra = p | "extra" >> beam.Create([100, 200])
         out = (p | beam.Create([1, 2])
-               | beam.Map(lambda x, f, n, e: (n[x], x * f + sum(e)), f=beam.pvalue.AsSingleton(factor),
+               | "Lookup" >> beam.Map(lambda x, f, n, e: (n[x], x * f + sum(e)), f=beam.pvalue.AsSingleton(factor),
                           n=beam.pvalue.AsDict(names), e=beam.pvalue.AsList(extra)))
         assert_that(out, equal_to([("one", 310), ("two", 320)]))
     plan = JetbenchRunner.explain(p)
-    sides = [e for e in plan.dag.edges if e.edge_priority < 0]
-    assert len(sides) == 3 and all(e.routing.value == "broadcast" for e in sides)
+    (stage,) = [v for v in plan.dag.vertices if "Lookup" in plan.vertices[v.name][1]]
+    edges = plan.dag.inbound_edges(stage)
+    assert sorted(e.routing.value for e in edges) == ["broadcast"] * 3 + ["unicast"]
+
+
+def test_a_side_input_computed_from_the_main_input_never_deadlocks():
+    """The main input and the side input (its sum) come from one vertex; with one-chunk queues
+    the main queue is full long before the side input is complete: the stage holds the main
+    input until its side input is complete, where draining the side edge first would wait for
+    ever on the upstream vertex waiting for room in the main queue."""
+    p = beam.Pipeline(runner=JetbenchRunner(queue_size=1))
+    numbers = p | beam.Create(range(5000))
+    total = numbers | beam.CombineGlobally(sum)
+    shares = numbers | "Share" >> beam.Map(lambda x, t: (x, t), t=beam.pvalue.AsSingleton(total))
+    assert_that(shares | beam.combiners.Count.Globally(), equal_to([5000]), label="count")
+    assert_that(shares | beam.Filter(lambda xt: xt[1] != 12497500), equal_to([]), label="all_see_the_total")
+    assert p.run().wait_until_finish() == PipelineState.DONE
 
 
 _COUNT = userstate.CombiningValueStateSpec("count", sum)
