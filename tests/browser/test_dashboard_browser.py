@@ -352,17 +352,24 @@ def test_barriers_pass_through_the_queue_view_of_an_exactly_once_job(lab, page):
     queued = f'{DASH} .jb-queue[data-edge="flood → slow #1"] .jb-barrier[data-barrier="in queue"]'
     aligning = f'{DASH} tr.jb-row[data-vertex="slow"] .jb-snapstate[data-snap="aligning"]'
     wait_for_snapshots_taken(page, 1)
-    page.wait_for_function(
-        "([a, b, c]) => !!(document.querySelector(a) && document.querySelector(b) && document.querySelector(c))",
-        arg=[held, queued, aligning])
+    # the view is redrawn every tick: read one moment whole, in the page, when it shows all three
+    seen = page.wait_for_function(
+        """([a, b, c, l]) => {
+            const [held, queued, aligning] = [a, b, c].map((s) => document.querySelector(s));
+            if (!(held && queued && aligning)) return null;
+            const legend = document.querySelector(l);
+            return {id: held.dataset.snapshot, text: held.textContent, title: held.title,
+                    width: held.getBoundingClientRect().width, queued: queued.dataset.snapshot,
+                    aligning: aligning.textContent, legend: legend.hidden ? null : legend.textContent};
+        }""",
+        arg=[held, queued, aligning, f"{DASH} .jb-barrier-legend"]).json_value()
     screenshot(dash, "dashboard-barrier.png")
-    marker = page.locator(held).first
-    snapshot_id = marker.get_attribute("data-snapshot")
-    assert snapshot_id is not None and int(snapshot_id) >= 1
-    assert marker.is_visible() and marker.inner_text() == f"‖ #{snapshot_id} held"
-    assert "exactly-once" in marker.get_attribute("title") and "1 held" in marker.get_attribute("title")
-    legend = page.locator(f"{DASH} .jb-barrier-legend")
-    assert legend.is_visible() and "in flight" in legend.inner_text()
+    snapshot_id = int(seen["id"])
+    assert snapshot_id >= 1 and int(seen["queued"]) == snapshot_id, seen
+    assert seen["text"] == f"‖ #{snapshot_id} held" and seen["width"] > 0, seen
+    assert "exactly-once" in seen["title"] and "1 held" in seen["title"], seen
+    assert seen["aligning"] == f"aligning #{snapshot_id}", seen
+    assert seen["legend"] is not None and f"‖ #{snapshot_id} in flight" in seen["legend"], seen
     # the marker moves on to the next snapshot
     page.wait_for_function(
         f"() => [...document.querySelectorAll('{DASH} .jb-barrier[data-snapshot]')]"
