@@ -47,7 +47,7 @@ from ..processors.aggregate_operation import counting
 from ..processors.generator_source import generator_source
 from ..wordcount import non_empty, tokenize
 from .chain import chain_dag
-from .common import ReportFormat, interleaved
+from .common import ReportFormat, interleaved, load_average
 
 GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
 #: the default sizes: each run lasts a few seconds here, several snapshot intervals of 1 s
@@ -281,6 +281,7 @@ def run(lines: int = DEFAULT_LINES, items: int = DEFAULT_ITEMS, interval_ms: int
 
 def _run(lines: int, items: int, interval_ms: int, keys: int, repeat: int, threads: int, snapshots: int,
          rate: float, directory: str) -> SnapshotsReport:
+    load_at_start = load_average()
     service = ExecutionService(cooperative_threads=threads)
     jobs: dict[str, tuple[int, Callable[[], tuple[Any, Any]]]] = {}
     if lines:
@@ -311,10 +312,9 @@ def _run(lines: int, items: int, interval_ms: int, keys: int, repeat: int, threa
              if keys else {})
     if keyed and not keyed["restored_from_stored"]:
         equal = False
-    load = os.getloadavg()
     return SnapshotsReport("snapshots", interval_ms, throughput, ratios, cpu_ratios, taken, keyed, equal,
                            extra={"lines": lines, "items": items, "repeat": repeat, "cooperative_threads": threads,
-                                  "load_average_1m": round(load[0], 2)})
+                                  "load_average_1m_start": load_at_start, "load_average_1m": load_average()})
 
 
 def _digested(make: Callable[[ResultDigest], Pipeline]) -> tuple[Pipeline, ResultDigest]:
