@@ -5,6 +5,14 @@
 ``cancel()`` cancels the job; ``metrics().query()`` answers with Beam's counters, distributions,
 gauges and string sets; ``job`` is the jetbench `Job` (``result.job.dashboard()``,
 ``result.job.metrics()``).
+
+>>> import apache_beam as beam
+>>> from jetbench.beam import JetbenchRunner
+>>> p = beam.Pipeline(runner=JetbenchRunner())
+>>> _ = p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x * x)
+>>> result = p.run()
+>>> result.wait_until_finish(), result.job.status.value
+('DONE', 'completed')
 """
 
 from __future__ import annotations

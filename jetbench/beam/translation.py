@@ -18,6 +18,17 @@ Flatten             `FlattenP`, one inbound ordinal per input PCollection
 A combine is lifted by Beam's phase into Precombine (in the producing stage), a GroupByKey
 and Merge/ExtractOutputs (in the consuming stage): jetbench's two-stage aggregation shape,
 accumulate locally then combine after the partitioned edge.
+
+>>> import apache_beam as beam
+>>> from apache_beam.transforms import environments
+>>> p = beam.Pipeline()
+>>> _ = p | beam.Impulse() | beam.Map(lambda _: ("k", 1)) | beam.CombinePerKey(sum)
+>>> proto = p.to_runner_api(default_environment=environments.EmbeddedPythonEnvironment.default())
+>>> plan = translate(optimize(proto))
+>>> [(v.name.split()[0], kind) for v in plan.dag.vertices for kind in [plan.vertices[v.name][0]]]
+[('impulse-1', 'impulse'), ('stage-2', 'stage'), ('group-3', 'group_by_key'), ('stage-4', 'stage')]
+>>> [e.routing.value for e in plan.dag.edges]
+['unicast', 'partitioned', 'unicast']
 """
 
 from __future__ import annotations
