@@ -6,7 +6,7 @@
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
     jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
     jetbench bench snapshots [--interval-ms MS] [--keys N] [--lines N] [--items N] [--json]
-    jetbench bench nexmark [--events N] [--queries Q ...] [--repeat N] [--beam] [--spark] [--json]
+    jetbench bench nexmark [--events N] [--queries Q ...] [--generators G] [--repeat N] [--beam] [--spark] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
     jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark] [--rate R] [--json]
     jetbench lab [--dir DIR] [--port N] [--no-browser] [jupyter lab options...]
@@ -197,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--hz", type=float, default=10.0, help="dashboard: sampler refresh rate (default 10)")
     bench.add_argument("--events", type=int, default=1_000_000, help="nexmark: events in memory (default 1000000)")
     bench.add_argument("--queries", type=int, nargs="+", help="nexmark: the queries (default all)")
+    bench.add_argument("--generators", type=int, default=1,
+                       help="nexmark: event generators, each on its own timeline (default 1)")
     bench.add_argument("--beam", action="store_true",
                        help="nexmark: also Beam's DirectRunner on Beam's own query code (--beam-events of them)")
     bench.add_argument("--beam-events", type=int, default=100_000,

@@ -19,13 +19,14 @@ from jetbench.nexmark.reference import REFERENCE
 
 def test_every_query_on_tiny_input_equals_the_loop():
     report = bench.run(events=3_000, repeat=1)
-    assert report.results_equal and report.events == 3_000 and report.generators == 100
+    assert report.results_equal and report.events == 3_000 and report.generators == 1
     assert report.generator_events_per_s > 0
     assert [q["query"] for q in report.queries] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11]
-    events = [e for _, e in generate(NexmarkConfig(num_events=3_000))]
+    config = NexmarkConfig(num_events=3_000, num_event_generators=1)
+    events = [e for _, e in generate(config)]
     for q in report.queries:
         assert q["results_equal"], q
-        assert q["results"] == q["loop_results"] == len(REFERENCE[q["query"]](events, NexmarkConfig(num_events=3_000)))
+        assert q["results"] == q["loop_results"] == len(REFERENCE[q["query"]](events, config))
         assert q["jetbench_events_per_s"] > 0 and q["loop_events_per_s"] > 0
         assert q["ratio"] == pytest.approx(q["jetbench_events_per_s"] / q["loop_events_per_s"])
         assert len(q["digest"]) == 16
@@ -34,11 +35,12 @@ def test_every_query_on_tiny_input_equals_the_loop():
 
 
 def test_the_command_as_json(capsys):
-    code = main(["bench", "nexmark", "--events", "2000", "--queries", "2", "7", "--repeat", "1", "--json"])
+    code = main(["bench", "nexmark", "--events", "2000", "--queries", "2", "7", "--repeat", "1", "--generators", "100",
+                 "--json"])
     out, _ = capsys.readouterr()
     assert code == 0
     data = json.loads(out)
-    assert data["events"] == 2_000 and data["results_equal"] is True
+    assert data["events"] == 2_000 and data["generators"] == 100 and data["results_equal"] is True
     assert [q["query"] for q in data["queries"]] == [2, 7]
     assert "load_average_before" in data and "beam_events" not in data
 
@@ -47,7 +49,7 @@ def test_the_command_as_text(capsys):
     code = main(["bench", "nexmark", "--events", "1000", "--queries", "1", "--repeat", "1"])
     out, _ = capsys.readouterr()
     assert code == 0
-    assert out.startswith("nexmark: 1,000 events in memory (100 generators;")
+    assert out.startswith("nexmark: 1,000 events in memory (1 generator(s);")
     assert " Q1 " in out and "True" in out
 
 
@@ -68,8 +70,8 @@ def test_beam_directrunner_on_the_same_events():
     report = bench.run(events=1_000, queries=[1, 2, 9], repeat=1)
     bench.add_beam(report, events=1_500)
     assert report.extra["beam_events"] == 1_500
-    events = [e for _, e in generate(NexmarkConfig(num_events=1_500))]
-    config = NexmarkConfig(num_events=1_500)
+    config = NexmarkConfig(num_events=1_500, num_event_generators=1)
+    events = [e for _, e in generate(config)]
     for q in report.queries:
         assert q["beam_events_per_s"] > 0 and q["beam_jetbench_events_per_s"] > 0 and q["beam_ratio"] > 0
     # Beam's Q1 and Q2 select as ours do: the same counts over the same events
