@@ -8,7 +8,7 @@
     jetbench bench snapshots [--interval-ms MS] [--keys N] [--lines N] [--items N] [--json]
     jetbench bench nexmark [--events N] [--queries Q ...] [--generators G] [--repeat N] [--beam] [--spark] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
-    jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark] [--rate R] [--json]
+    jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark|beam-jetbench|beam-direct] [--rate R] [--json]
     jetbench lab [--dir DIR] [--port N] [--no-browser] [jupyter lab options...]
 """
 

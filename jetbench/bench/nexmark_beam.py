@@ -36,6 +36,8 @@ LAUNCHER_QUERY_ARGS = {"auction_skip": 123, "window_size_sec": 10, "window_perio
 #: implementation for the queries the first cannot run (Q4, Q6, Q9 in Beam 2.77: the custom
 #: merging window of Beam's winning_bids fails to encode, "Cannot convert _OpaqueWindow")
 RUNNERS = ("DirectRunner", "BundleBasedDirectRunner")
+#: jetbench's Beam runner (`jetbench.beam`), named as Beam's ``--runner`` imports it
+JETBENCH_RUNNER = "jetbench.beam.JetbenchRunner"
 _QUERIES_PACKAGE = "apache_beam.testing.benchmarks.nexmark.queries"
 
 
@@ -54,15 +56,16 @@ def beam_missing() -> str | None:
     return None
 
 
-def run_beam_query(query: int, events_file: str | Path, timeout: float = 1800.0) -> dict[str, Any]:
-    """Beam's query ``query`` over ``events_file`` in a fresh process, on the first of `RUNNERS`
-    that runs it: ``{"query", "results", "seconds", "runner"}`` (and ``"failed"``: the error of
-    a runner that did not)."""
+def run_beam_query(query: int, events_file: str | Path, timeout: float = 1800.0,
+                   runners: tuple[str, ...] = RUNNERS) -> dict[str, Any]:
+    """Beam's query ``query`` over ``events_file`` in a fresh process, on the first of
+    ``runners`` (default `RUNNERS`; or ``(JETBENCH_RUNNER,)``) that runs it: ``{"query",
+    "results", "seconds", "runner"}`` (and ``"failed"``: the error of a runner that did not)."""
     why = beam_missing()
     if why:
         raise BeamMissingError(why)
     failures: list[str] = []
-    for runner in RUNNERS:
+    for runner in runners:
         cmd = [sys.executable, "-m", "jetbench.bench.nexmark_beam", "--input", str(events_file), "--query", str(query),
                "--runner", runner]
         try:
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Beam's Nexmark query on DirectRunner over a JSON-lines events file")
     parser.add_argument("--input", required=True)
     parser.add_argument("--query", type=int, required=True)
-    parser.add_argument("--runner", choices=RUNNERS, default=RUNNERS[0])
+    parser.add_argument("--runner", choices=[*RUNNERS, JETBENCH_RUNNER], default=RUNNERS[0])
     args = parser.parse_args(argv)
     print(json.dumps(_run_in_this_process(args.query, args.input, args.runner)))
     return 0

@@ -5,6 +5,8 @@
     jetbench nexmark --query N --rate R [--events N]   (paced on the wall clock: p50/p99 latency)
     jetbench nexmark --suite smoke [--generators G] [--runner local|spark] [--json]
     jetbench nexmark --write-events PATH [--events N] [--generators G]
+    jetbench nexmark --query N --runner beam-jetbench|beam-direct   (Beam's own query code on
+        jetbench's Beam runner or Beam's DirectRunner, over the events as Beam's JSON lines)
 
 This module only declares the arguments; the work is imported when the command runs.
 """
@@ -13,6 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import NexmarkConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=int, default=100_000, help="events to generate (default 100000)")
     parser.add_argument("--generators", type=int, default=100,
                         help="event generators, each on its own timeline (default 100, Beam's; 1 = one timeline)")
-    parser.add_argument("--runner", choices=["local", "spark"], default="local")
+    parser.add_argument("--runner", choices=["local", "spark", "beam-jetbench", "beam-direct"], default="local",
+                        help="local, spark, or Beam's own query code on jetbench's Beam runner (beam-jetbench) or "
+                             "on Beam's DirectRunner (beam-direct)")
     parser.add_argument("--rate", type=int,
                         help="emit the events at this many per second on the wall clock and report the p99 "
                              "latency of the results (local runner)")
@@ -51,6 +59,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise JetbenchError("--rate goes with --query N on the local runner, the events generated in the job")
     config = NexmarkConfig(num_events=args.events, num_event_generators=args.generators,
                            event_rate=10_000 if args.rate is None else args.rate)  # checks all three
+    if args.runner.startswith("beam-"):
+        return _run_beam(args, config)
     if args.rate is not None:
         from .suite import run_rated
 
@@ -105,4 +115,34 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"  generator (not included): {r.generator_events_per_s:,.0f} events/s")
     if r.beam_smoke_count is not None:
         print(f"  Beam's published SMOKE count: {r.beam_smoke_count:,}")
+    return 0
+
+
+def _run_beam(args: argparse.Namespace, config: NexmarkConfig) -> int:
+    """``--runner beam-jetbench|beam-direct``: Beam's query code over the events as JSON lines."""
+    import os
+    import tempfile
+
+    from ..bench.nexmark_beam import JETBENCH_RUNNER, RUNNERS, run_beam_query
+    from ..core.errors import JetbenchError
+    from .generator import events
+    from .json_events import write_events
+
+    if args.query is None or args.rate is not None:
+        raise JetbenchError(f"--runner {args.runner} goes with --query N (no --suite, --rate or --write-events)")
+    runners = (JETBENCH_RUNNER,) if args.runner == "beam-jetbench" else RUNNERS
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.events_file
+        if path is None:
+            path = os.path.join(tmp, "events.json")
+            write_events(events(config), path)
+        with open(path, encoding="utf-8") as f:
+            n = sum(1 for line in f if line.strip())
+        r = run_beam_query(args.query, path, runners=runners)
+    r.update(events=n, events_per_s=n / max(r["seconds"], 1e-9))
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    print(f"nexmark Q{args.query}: {r['results']:,} results from {n:,} events, Beam's query code on {r['runner']}")
+    print(f"  {r['seconds']:.3f} s = {r['events_per_s']:,.0f} events/s (reading and parsing the events file included)")
     return 0
