@@ -52,6 +52,8 @@ class Planner:
                 self._consumers[u] += 1
         self.watermark_frame = _watermark_frame(nodes)
         self.watermarks_needed = any(n.spec.uses_watermarks for n in nodes)
+        #: id of a vertex -> the vertex dropping its timestamps, shared by its plain consumers
+        self._droppers: dict[int, PlannedVertex] = {}
 
     def plan(self) -> DAG:
         nodes = self.nodes
@@ -91,10 +93,13 @@ class Planner:
         if plain and source.timestamped:
             if pv.transform is not None and self._consumers[up] == 1 and not source.rebalance:
                 pv.transform = pv.transform.dropping_timestamps()
-            else:
-                dropper = self.vertex(f"{pv.name}-drop-timestamps", None, pv.local_parallelism,
-                                      Transform(timestamped=True, keep_timestamps=False))
-                self.link(pv, dropper, Routing.ISOLATED)
+            else:  # one dropper per vertex, however many of its consumers want plain items
+                dropper = self._droppers.get(id(pv))
+                if dropper is None:
+                    dropper = self._droppers[id(pv)] = self.vertex(
+                        f"{pv.name}-drop-timestamps", None, pv.local_parallelism,
+                        Transform(timestamped=True, keep_timestamps=False))
+                    self.link(pv, dropper, Routing.ISOLATED)
                 pv = dropper
         if source.rebalance and routing is Routing.UNICAST and source.rebalance_key is not None:
             routing, key_fn = Routing.PARTITIONED, source.rebalance_key

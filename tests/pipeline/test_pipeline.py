@@ -299,3 +299,17 @@ def test_submit_pipeline_returns_a_job(service):
     p.read_from(sources.items(range(5))).filter(bool).write_to(sinks.collect())
     job = service.submit(p)
     assert sorted(job.join(timeout=30)) == [1, 2, 3, 4]
+
+
+def test_a_timestamped_stage_written_to_two_plain_sinks_drops_its_timestamps_once(service):
+    """Planner bug found by the chaos tests: each consumer wanting plain items made its own
+    '<vertex>-drop-timestamps' vertex, so a second one failed with 'duplicate vertex name'."""
+    first, second = [], []
+    p = Pipeline()
+    stage = p.read_from(sources.test_stream([(1, "a"), (2, "b")])).map(str.upper)
+    stage.write_to(sinks.callback(first.append))
+    stage.write_to(sinks.callback(second.append))
+    dag = p.to_dag()
+    assert sum(v.name.endswith("-drop-timestamps") for v in dag.vertices) == 1
+    service.run(dag, 10)
+    assert first == second == ["A", "B"]
