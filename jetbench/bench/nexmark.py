@@ -39,7 +39,7 @@ from ..nexmark.digest import digest
 from ..nexmark.model import Event
 from ..nexmark.reference import REFERENCE
 from ..nexmark.suite import check_query, generate_timed
-from .common import ReportFormat, Timing, interleaved, load_average, on_thread
+from .common import ReportFormat, Timing, interleaved, load_average, on_thread, timed
 
 DEFAULT_EVENTS = 1_000_000
 #: Flink 1.13 SQL Nexmark, 8 workers: events/s per core (the issue's anchors; Q6 and Q11 unpublished).
@@ -156,7 +156,6 @@ def add_beam(report: NexmarkBenchReport, events: int, directory: str | None = No
     the same events read back from the file, for the ratio (``beam_ratio`` = jetbench events/s
     over Beam's). Raises `BeamMissingError` without Beam."""
     import tempfile
-    import time
     from pathlib import Path
 
     from ..nexmark.json_events import write_events
@@ -178,10 +177,7 @@ def add_beam(report: NexmarkBenchReport, events: int, directory: str | None = No
             except BeamQueryError as exc:  # Beam's own code fails on it: say so, go on
                 q.update(beam_failed=str(exc))
                 continue
-            job = engine_job(q["query"], pairs, config)
-            started = time.perf_counter()
-            job()
-            jet_s = time.perf_counter() - started
+            jet_s = timed(engine_job(q["query"], pairs, config)).wall_s  # the collector quiet, as in `run`
             q.update(beam_results=beam["results"], beam_events_per_s=events / beam["seconds"],
                      beam_jetbench_events_per_s=events / jet_s, beam_ratio=beam["seconds"] / jet_s,
                      beam_runner=beam["runner"], **({"beam_failed": beam["failed"]} if "failed" in beam else {}))
