@@ -184,10 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeat", type=int, default=3, help="repeats per side, interleaved (median kept)")
     bench.add_argument("--threads", type=int, default=1, help="cooperative threads")
     bench.add_argument("--lines", type=int,
-                       help="wordcount / spark-wordcount: corpus lines (default 200000 / 1000000)")
+                       help="wordcount / spark-wordcount / snapshots: corpus lines (default 200000 / 1000000 / 1000000)")
     bench.add_argument("--pipeline", action="store_true", help="wordcount: run the Pipeline version")
     bench.add_argument("--items", type=int,
-                       help="chain, dashboard: source items (default 2000000; snapshots: the chain's, default 8000000)")
+                       help="chain, dashboard: source items (default 2000000; snapshots: the chain's, default 25000000)")
     bench.add_argument("--fused", action="store_true", help="chain: one fused map vertex instead of six")
     bench.add_argument("--queue-items", type=int, default=100_000,
                        help="chain: items for the thread-per-vertex queue.Queue baseline (0 = skip)")

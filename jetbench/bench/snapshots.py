@@ -50,9 +50,9 @@ from .chain import chain_dag
 from .common import ReportFormat, interleaved, load_average
 
 GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
-#: the default sizes: each run lasts a few seconds here, several snapshot intervals of 1 s
-DEFAULT_LINES = 300_000
-DEFAULT_ITEMS = 8_000_000
+#: the default sizes: each run lasts 6-8 s on a quiet machine here, several snapshot intervals of 1 s
+DEFAULT_LINES = 1_000_000
+DEFAULT_ITEMS = 25_000_000
 #: lines per tumbling window of the windowed word count (event time = the line's index)
 WINDOW_LINES = 1000
 
