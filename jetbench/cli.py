@@ -6,7 +6,7 @@
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
     jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
     jetbench bench snapshots [--interval-ms MS] [--keys N] [--lines N] [--items N] [--json]
-    jetbench bench nexmark [--events N] [--queries Q ...] [--generators G] [--repeat N] [--beam] [--spark] [--json]
+    jetbench bench nexmark [--events N] [--queries Q ...] [--generators G] [--repeat N] [--beam] [--beam-jetbench] [--spark] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
     jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark|beam-jetbench|beam-direct] [--rate R] [--json]
     jetbench lab [--dir DIR] [--port N] [--no-browser] [jupyter lab options...]
@@ -201,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="nexmark: event generators, each on its own timeline (default 1)")
     bench.add_argument("--beam", action="store_true",
                        help="nexmark: also Beam's DirectRunner on Beam's own query code (--beam-events of them)")
+    bench.add_argument("--beam-jetbench", action="store_true",
+                       help="nexmark: --beam, and Beam's query code on jetbench's Beam runner too, the two runners "
+                            "alternating --repeat times each")
     bench.add_argument("--beam-events", type=int, default=100_000,
                        help="nexmark: events for Beam's DirectRunner (default 100000)")
     bench.add_argument("--spark", action="store_true", help="nexmark: also the SparkRunner's SMOKE suite, local[2] "

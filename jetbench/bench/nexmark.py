@@ -79,13 +79,19 @@ class NexmarkBenchReport(ReportFormat):
         if "beam_events" in self.extra:
             lines.append(f"  Beam's DirectRunner on Beam's query code, over the same {self.extra['beam_events']:,} events "
                          "(a JSON-lines file; jetbench over them in memory):")
-            lines.append(f"  {'query':>5} {'Beam results':>12} {'Beam/s':>10} {'jetbench/s':>12} {'x Beam':>7}  runner")
+            on_runner = any("beam_runner_events_per_s" in q for q in self.queries)
+            runner_head = f" {'on jetbench/s':>13} {'results':>9} {'x direct':>8}" if on_runner else ""
+            lines.append(f"  {'query':>5} {'Beam results':>12} {'Beam/s':>10} {'jetbench/s':>12} {'x Beam':>7}"
+                         f"{runner_head}  runner")
             for q in self.queries:
                 if "beam_failed" in q:
                     lines.append(f"  {'Q' + str(q['query']):>5} Beam's code fails: {q['beam_failed']}")
                 elif "beam_events_per_s" in q:
+                    runner_cells = (f" {q['beam_runner_events_per_s']:>13,.0f} {q['beam_runner_results']:>9,} "
+                                    f"{q['beam_runner_x_direct']:>8.2f}") if on_runner else ""
                     lines.append(f"  {'Q' + str(q['query']):>5} {q['beam_results']:>12,} {q['beam_events_per_s']:>10,.0f} "
-                                 f"{q['beam_jetbench_events_per_s']:>12,.0f} {q['beam_ratio']:>7.1f}  {q['beam_runner']}")
+                                 f"{q['beam_jetbench_events_per_s']:>12,.0f} {q['beam_ratio']:>7.1f}{runner_cells}  "
+                                 f"{q['beam_runner']}")
         return "\n".join(lines + self.extra_lines())
 
 
@@ -150,17 +156,27 @@ def run(events: int = DEFAULT_EVENTS, queries: Sequence[int] | None = None, repe
                               all(f["results_equal"] for f in figures), extra=extra)
 
 
-def add_beam(report: NexmarkBenchReport, events: int, directory: str | None = None) -> None:
+def add_beam(report: NexmarkBenchReport, events: int, directory: str | None = None,
+             jetbench_runner: bool = False, repeat: int = 1) -> None:
     """Beam's DirectRunner on Beam's own query code (`jetbench.bench.nexmark_beam`) for each
     query of ``report``, over ``events`` events written as JSON lines; jetbench runs once over
     the same events read back from the file, for the ratio (``beam_ratio`` = jetbench events/s
-    over Beam's). Raises `BeamMissingError` without Beam."""
+    over Beam's). With ``jetbench_runner``, Beam's query code also runs on jetbench's Beam runner
+    (``beam_runner_events_per_s``; ``beam_runner_x_direct`` = its events/s over the
+    DirectRunner's), the two runners alternating, ``repeat`` times each, the median kept.
+    Raises `BeamMissingError` without Beam."""
     import tempfile
     from pathlib import Path
 
     from ..nexmark.json_events import write_events
     from ..nexmark.suite import load_events
-    from .nexmark_beam import BeamMissingError, BeamQueryError, beam_missing, run_beam_query
+    from .nexmark_beam import (
+        BeamMissingError,
+        BeamQueryError,
+        beam_missing,
+        compare_runners,
+        run_beam_query,
+    )
 
     why = beam_missing()
     if why:
@@ -173,7 +189,14 @@ def add_beam(report: NexmarkBenchReport, events: int, directory: str | None = No
         pairs = load_events(path)
         for q in report.queries:
             try:
-                beam = run_beam_query(q["query"], path)
+                if jetbench_runner:
+                    both = compare_runners(q["query"], path, repeat)
+                    beam, on_jet = both["direct"], both["jetbench"]
+                    q.update(beam_runner_events_per_s=events / on_jet["seconds"],
+                             beam_runner_x_direct=beam["seconds"] / on_jet["seconds"],
+                             beam_runner_results=on_jet["results"])
+                else:
+                    beam = run_beam_query(q["query"], path)
             except BeamQueryError as exc:  # Beam's own code fails on it: say so, go on
                 q.update(beam_failed=str(exc))
                 continue
@@ -187,8 +210,8 @@ def add_beam(report: NexmarkBenchReport, events: int, directory: str | None = No
 def run_command(args: Any) -> NexmarkBenchReport:
     """``jetbench bench nexmark``: the arguments of `jetbench.cli`."""
     report = run(events=args.events, queries=args.queries, repeat=args.repeat, generators=args.generators)
-    if args.beam:
-        add_beam(report, args.beam_events)
+    if args.beam or args.beam_jetbench:
+        add_beam(report, args.beam_events, jetbench_runner=args.beam_jetbench, repeat=args.repeat)
     if args.spark:
         from . import nexmark_spark
 

@@ -82,6 +82,24 @@ def run_beam_query(query: int, events_file: str | Path, timeout: float = 1800.0,
     raise BeamQueryError(f"Beam failed on Q{query}: " + "; ".join(failures))
 
 
+def compare_runners(query: int, events_file: str | Path, repeat: int = 1) -> dict[str, Any]:
+    """Beam's query ``query`` on Beam's DirectRunner (`RUNNERS`, the first that runs it) and on
+    `JETBENCH_RUNNER`, alternating, ``repeat`` times each; each runner's median-seconds run:
+    ``{"direct": figures, "jetbench": figures}`` (as `run_beam_query` returns them). A failure
+    of either runner raises `BeamQueryError`."""
+    runs: dict[str, list[dict[str, Any]]] = {"direct": [], "jetbench": []}
+    direct: tuple[str, ...] = RUNNERS
+    for _ in range(repeat):
+        figures = run_beam_query(query, events_file, runners=direct)
+        direct = (figures["runner"],)  # the one that ran it: no failing runner again in the repeats
+        runs["direct"].append(figures)
+        runs["jetbench"].append(run_beam_query(query, events_file, runners=(JETBENCH_RUNNER,)))
+    medians = {name: sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2] for name, rs in runs.items()}
+    if "failed" in runs["direct"][0]:
+        medians["direct"]["failed"] = runs["direct"][0]["failed"]
+    return medians
+
+
 def _run_in_this_process(query: int, events_file: str, runner: str) -> dict[str, Any]:
     """The launcher's batch pipeline for ``query``, run on DirectRunner (import Beam only here)."""
     import logging

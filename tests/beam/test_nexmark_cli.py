@@ -42,3 +42,19 @@ def test_text_report(capsys):
 def test_a_beam_runner_takes_one_query(capsys):
     code, _, err = run_cli(capsys, "--suite", "smoke", "--runner", "beam-jetbench")
     assert code == 2 and "--runner beam-jetbench goes with --query N" in err
+
+
+def test_bench_nexmark_beam_jetbench_sets_both_runners_side_by_side(capsys):
+    """``jetbench bench nexmark --beam-jetbench``: per query Beam's DirectRunner and
+    JetbenchRunner on Beam's query code, alternating, beside the native query."""
+    code = main(["bench", "nexmark", "--events", "1000", "--beam-events", "1000", "--queries", "2", "--repeat", "1",
+                 "--beam-jetbench", "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    (q,) = json.loads(out)["queries"]
+    assert q["beam_runner"] == "DirectRunner" and q["beam_results"] == q["beam_runner_results"] == q["results"]
+    assert q["beam_runner_events_per_s"] > 0 and q["beam_runner_x_direct"] > 0
+    code = main(["bench", "nexmark", "--events", "1000", "--beam-events", "1000", "--queries", "2", "--repeat", "1",
+                 "--beam-jetbench"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "on jetbench/s" in out and "x direct" in out
