@@ -1,9 +1,11 @@
-"""How Beam elements travel on jetbench edges: encoded bytes, never Python objects.
+"""How Beam elements travel on jetbench edges: encoded bytes, but for the elements a grouping takes.
 
 An item on an edge is a chunk of elements encoded back to back with the PCollection's windowed
-coder (what a bundle reads and writes on its data channel). An edge into a grouping vertex
-carries one ``(key bytes, element bytes)`` pair per element instead, so that a partitioned
-edge routes equal keys, compared as their deterministic encoding, to the same instance.
+coder (what a bundle reads and writes on its data channel). An edge into a keyed stage carries
+one ``(key bytes, element bytes)`` pair per element instead, so that a partitioned edge routes
+equal keys, compared as their deterministic encoding, to the same instance; an edge into a
+grouping vertex ``(key bytes, decoded element)`` pairs (the split decodes each element to find
+its key; the grouping would only decode it again).
 
 >>> import apache_beam as beam
 >>> from apache_beam.coders import coders, WindowedValueCoder
@@ -62,18 +64,34 @@ def encode_chunks(elements: Iterable[Any], coder: Any, chunk_size: int = 256) ->
 
 class KeyedSplitter:
     """Splits a chunk of encoded ``WindowedValue((key, value))`` into ``(key bytes, element
-    bytes)`` pairs: the element's own bytes, cut from the chunk without re-encoding."""
+    bytes)`` pairs: the element's own bytes, cut from the chunk without re-encoding. With
+    ``decoded`` (towards a GroupByKey, which groups decoded elements), the pair holds the
+    ``WindowedValue`` the split had to decode anyway rather than its bytes: decoded once, not twice.
 
-    def __init__(self, windowed_coder: Any):
+    >>> from apache_beam.coders import coders, WindowedValueCoder
+    >>> from apache_beam.utils.windowed_value import WindowedValue
+    >>> coder = WindowedValueCoder(coders.TupleCoder([coders.StrUtf8Coder(), coders.VarIntCoder()]))
+    >>> chunk = encode_all([WindowedValue(("a", 1), 0, ())], coder)
+    >>> [(k, wv.value) for k, wv in KeyedSplitter(coder, decoded=True).split(chunk)]
+    [(b'a', ('a', 1))]
+    """
+
+    def __init__(self, windowed_coder: Any, decoded: bool = False):
         self._impl = windowed_coder.get_impl()
         self._key_impl = windowed_coder.wrapped_value_coder.key_coder().get_impl()
+        self.decoded = decoded
 
-    def split(self, chunk: bytes) -> list[tuple[bytes, bytes]]:
+    def split(self, chunk: bytes) -> list[tuple[bytes, Any]]:
         stream = create_InputStream(chunk)
-        total = len(chunk)
-        pairs = []
-        start = 0
         decode, encode_key = self._impl.decode_from_stream, self._key_impl.encode
+        pairs: list[tuple[bytes, Any]] = []
+        if self.decoded:
+            while stream.size() > 0:
+                element = decode(stream, True)
+                pairs.append((encode_key(element.value[0]), element))
+            return pairs
+        total = len(chunk)
+        start = 0
         while stream.size() > 0:
             element = decode(stream, True)
             end = total - stream.size()

@@ -12,7 +12,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from apache_beam.coders.coder_impl import create_InputStream
 from apache_beam.transforms import trigger
 from apache_beam.transforms.window import GlobalWindow, GlobalWindows
 from apache_beam.utils import windowed_value
@@ -29,7 +28,7 @@ _ON_TIME_ONLY = windowed_value.PaneInfo(is_first=True, is_last=True, timing=wind
 
 
 class GroupByKeyP(Processor):
-    """Groups ``(key bytes, element bytes)`` pairs by key; at the end emits each key's groups,
+    """Groups ``(key bytes, decoded element)`` pairs by key; at the end emits each key's groups,
     windowed and triggered, as chunks of the output PCollection."""
 
     snapshot_support = "unsupported"
@@ -41,14 +40,14 @@ class GroupByKeyP(Processor):
         self.windowing = windowing
         self.output_pcoll = output_pcoll
         self.routes = routes
-        self._groups: defaultdict[bytes, list[bytes]] = defaultdict(list)
+        self._groups: defaultdict[bytes, list[Any]] = defaultdict(list)
         self._pending = PendingOutput()
         self._chunks: Iterator[bytes] | None = None
         self.keys_grouped = 0
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        groups = self._groups
-        for key, element in inbox.take():
+        groups: defaultdict[bytes, list[Any]] = self._groups
+        for key, element in inbox.take():  # the element decoded by the producer's `KeyedSplitter`
             groups[key].append(element)
 
     def complete(self) -> bool:
@@ -62,15 +61,11 @@ class GroupByKeyP(Processor):
         return False
 
     def _grouped(self) -> Iterator[Any]:
-        impl = self.input_coder.get_impl()
         default = self.windowing.is_default()
         driver = None if default else trigger.create_trigger_driver(self.windowing, True)
         groups, self._groups = self._groups, defaultdict(list)
-        for elements in groups.values():
+        for decoded in groups.values():
             self.keys_grouped += 1
-            decoded: list[Any] = []
-            for element in elements:
-                decoded.extend(_decode_each(impl, element))
             key = decoded[0].value[0]
             if driver is None:
                 yield GlobalWindows.windowed_value(
@@ -82,8 +77,3 @@ class GroupByKeyP(Processor):
     def metrics(self) -> dict[str, int]:
         return {"keys_grouped": self.keys_grouped}
 
-
-def _decode_each(impl: Any, element: bytes) -> Iterator[Any]:
-    stream = create_InputStream(element)
-    while stream.size() > 0:
-        yield impl.decode_from_stream(stream, True)

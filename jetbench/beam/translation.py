@@ -141,7 +141,8 @@ def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None =
             out = out_ordinals.get(producer.vertex.name, 0)
             out_ordinals[producer.vertex.name] = out + 1
             keyed = role == "keyed"
-            producer.routes.add(pcoll, out, KeyedSplitter(coders.windowed_coder(pcoll)) if keyed else None)
+            splitter = KeyedSplitter(coders.windowed_coder(pcoll), decoded=node.kind == "group_by_key") if keyed else None
+            producer.routes.add(pcoll, out, splitter)
             edge = Edge.from_(producer.vertex, out).to(node.vertex, in_ordinal)
             if keyed:
                 edge.partitioned(_key_of)
