@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .progress import job_ends
+from .job_counts import job_ends
 
 if TYPE_CHECKING:
     from ..core import Job, JobMetrics

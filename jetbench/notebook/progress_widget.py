@@ -18,7 +18,7 @@ import ipywidgets
 import traitlets
 
 from ._assets import asset_text
-from .progress import JobCounts, summary
+from .job_counts import JobCounts, summary
 
 
 def _state_to_json(state: dict[str, Any], _widget: Any) -> str:

@@ -15,12 +15,11 @@ from nbclient import NotebookClient
 from jetbench import ExecutionService, Pipeline, sinks, sources
 from jetbench.core.errors import JobTimeout
 from jetbench.notebook import progress
+from jetbench.notebook.job_counts import JobCounts, summary
 from jetbench.notebook.progress import (
-    JobCounts,
     TqdmReporter,
     progress_wanted,
     reporter_for,
-    summary,
 )
 
 
