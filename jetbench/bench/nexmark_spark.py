@@ -44,17 +44,16 @@ def generated_in_tasks(runner: Any, generators: int = 100) -> dict[int, tuple[fl
 def run(masters: tuple[str, ...] = MASTERS, generators: int = 100) -> dict[str, Any]:
     """The suite on each of ``masters`` (narrowest first): seconds, per-query seconds, scaling."""
     from ..nexmark.suite import smoke
-    from ..spark import SparkRunner, session, stop
-    from ..spark._session import _active
+    from ..spark import SparkRunner, session
+    from ..spark._session import sessions_restored
     from .common import load_average
 
-    entry = _active()
     load_before = load_average()
     local = {r.query: r.digest for r in smoke(generators)}
     seconds: dict[str, float] = {}
     per_query: dict[str, dict[int, float]] = {}
     equal = True
-    try:
+    with sessions_restored():
         for master in masters:
             runner = SparkRunner(session(master, fast_start=False))
             generated_in_tasks(runner, generators)  # warm-up
@@ -62,9 +61,6 @@ def run(masters: tuple[str, ...] = MASTERS, generators: int = 100) -> dict[str, 
             seconds[master] = sum(s for s, _ in runs.values())
             per_query[master] = {q: s for q, (s, _) in runs.items()}
             equal = equal and all(local[q] == d for q, (_, d) in runs.items())
-    finally:
-        if _active() is not entry:
-            stop()
     narrowest, widest = masters[0], masters[-1]
     return {"spark_smoke_s": seconds, "spark_smoke_query_s": per_query,
             "spark_smoke_scaling": seconds[narrowest] / seconds[widest], "spark_smoke_results_equal": equal,

@@ -89,20 +89,19 @@ def _counts(runner: Any, job: Any) -> dict[str, int]:
 def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = MASTERS,
         warmups: int = 2) -> SparkWordcountReport:
     """Measure on each of ``masters`` (narrowest first); ``warmups`` passes of every job first."""
-    from ..spark import SparkRunner, datasets, session, stop
-    from ..spark._session import _active
+    from ..spark import SparkRunner, datasets, session
+    from ..spark._session import sessions_restored
 
-    entry = _active()  # a session that outlives the benchmark when it is not restarted
     load_before = load_average()
-    # A benchmark is heavy work: let the JVM use its optimising compiler (slower start-up, faster
-    # Spark-side code, which is what the PySpark side mostly runs on). JVM options are fixed by
-    # the first session of the process, so this only takes effect in a fresh process.
-    spark = session(masters[-1], fast_start=False)
-    path = datasets.corpus_path(lines, session=spark)
-    seconds: dict[str, dict[str, float]] = {}
-    partitions: dict[str, int] = {}
-    results: list[dict[str, int]] = []
-    try:
+    with sessions_restored():  # a caller's session outlives the benchmark when it is not restarted
+        # A benchmark is heavy work: let the JVM use its optimising compiler (slower start-up, faster
+        # Spark-side code, which is what the PySpark side mostly runs on). JVM options are fixed by
+        # the first session of the process, so this only takes effect in a fresh process.
+        spark = session(masters[-1], fast_start=False)
+        path = datasets.corpus_path(lines, session=spark)
+        seconds: dict[str, dict[str, float]] = {}
+        partitions: dict[str, int] = {}
+        results: list[dict[str, int]] = []
         for _ in range(warmups):  # warm the JVM up before any master is measured (its JIT outlives restarts)
             SparkRunner(spark).run(sparkrunner_pipeline(path))
             SparkRunner(spark).run(sparkrunner_pipeline(path, engine="spark"))
@@ -124,9 +123,6 @@ def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = 
             timings = interleaved(fns, repeat)
             seconds[master] = {name: t.wall_s for name, t in timings.items()}
             results += [t.result for t in timings.values()]
-    finally:
-        if _active() is not entry:
-            stop()
     widest, narrowest = masters[-1], masters[0]
     reference = results[0]
     equal = all(r == reference for r in results)

@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +268,19 @@ def stop(jvm: bool = False) -> None:
                 spark.stop()
         if jvm and _active() is None:
             _stop_jvm()
+
+
+@contextlib.contextmanager
+def sessions_restored() -> Iterator[None]:
+    """A block that may start `session()` on other masters (a benchmark going from ``local[1]``
+    to ``local[2]``): at its end the session it left running is stopped, unless it is the one
+    that was active when the block began (a caller's session outlives the block)."""
+    entry = _active()
+    try:
+        yield
+    finally:
+        if _active() is not entry:
+            stop()
 
 
 def _stop_jvm() -> None:

@@ -111,3 +111,21 @@ def test_the_web_ui_when_asked_for_binds_to_loopback(spark_cache, tmp_path):
     assert report["ui"] and "127.0.0.1" in report["ui"]
     assert report["listening"]
     assert all(ip in LOOPBACK for ip in report["listening"]), report
+
+
+def test_sessions_restored_stops_only_a_session_the_block_left_behind(monkeypatch):
+    """The block benchmarks run in: the session on entry (a caller's) is left running; one the
+    block started or restarted (another master) is stopped at its end, also on an error. The
+    shared session's side is `test_bench.py::test_bench_command_prints_json`."""
+    entry, restarted = object(), object()
+    stopped: list[bool] = []
+    monkeypatch.setattr(_session, "stop", lambda jvm=False: stopped.append(jvm))
+    active = [entry]
+    monkeypatch.setattr(_session, "_active", lambda: active[-1])
+    with _session.sessions_restored():
+        pass
+    assert stopped == []
+    with pytest.raises(RuntimeError), _session.sessions_restored():
+        active.append(restarted)
+        raise RuntimeError("the benchmark failed")
+    assert stopped == [False]
