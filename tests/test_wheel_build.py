@@ -59,11 +59,12 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def wheel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
+    built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
-        check=True, cwd=ROOT, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-        capture_output=True, timeout=1100,
+        cwd=ROOT, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        capture_output=True, text=True, timeout=1100,
     )
+    assert built.returncode == 0, f"pip wheel exited {built.returncode}:\n{built.stdout[-4000:]}\n{built.stderr[-8000:]}"
     (wheel,) = out.glob("jetbench-*.whl")
     unpacked = out / "site"
     with zipfile.ZipFile(wheel) as zf:
