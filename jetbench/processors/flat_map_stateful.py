@@ -30,6 +30,14 @@ in timestamp order (equal timestamps by ``order_key(item)`` when given, else in 
 items and timers interleaved by time (an item at ``t`` before a timer at ``t``): then results do
 not depend on how the inputs interleave.
 
+Batches. ``fn_all(k, pairs)``, optional, is a batch form of ``fn`` (as Beam's batched DoFns
+``process_batch``): called once per key per input batch with that key's ``(ts, item)`` pairs in
+arrival order (``k.time`` the last one's timestamp), it must leave ``k`` as calling ``fn`` on each
+item in turn (``k.time`` its timestamp) would and return the ``(ts, result)`` pairs those calls
+would emit (or None), so its loop can stay in one frame. The processor then groups a batch by key
+in one pass and calls ``fn_all`` per key: results come out per key in order, keys in the order
+first seen in the batch. Not in sorted mode (items and timers interleave there).
+
 Snapshots: each key's state and timer, and in sorted mode each held-back item, under the key
 itself (so, restored, each goes to the instance that owns the key, as the partitioned edge
 routes it); the instance's last forwarded watermark under a broadcast key.
@@ -78,6 +86,9 @@ _STATE = "state"
 _ITEM = "item"
 _PROGRESS = "FlatMapStatefulP"
 
+#: ``fn_all(k, pairs)``: the batch form of ``fn`` over one key's ``(ts, item)`` pairs of a batch
+FnAll = Callable[["Keyed", list[tuple[Any, Any]]], list[tuple[Any, Any]] | None]
+
 
 class Keyed:
     """One key as ``fn`` and ``on_timer`` see it: ``key``, ``state`` (replace it freely; None
@@ -104,14 +115,15 @@ class FlatMapStatefulP(Processor):
     def __init__(self, key_fn: Callable[[Any], Hashable], create_fn: Callable[[], Any],
                  fn: Callable[[Keyed, Any], Iterable[Any] | None],
                  on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None, sorted_input: bool = False,
-                 order_key: Callable[[Any], Any] | None = None):
-        _check(key_fn, create_fn, fn, on_timer, order_key)
+                 order_key: Callable[[Any], Any] | None = None, fn_all: FnAll | None = None):
+        _check(key_fn, create_fn, fn, on_timer, order_key, fn_all, sorted_input)
         self.key_fn = key_fn
         self.create_fn = create_fn
         self.fn = fn
         self.on_timer = on_timer
         self.sorted_input = sorted_input
         self.order_key = order_key
+        self.fn_all = fn_all
         #: key -> [state, timer or None, sequence number of the timer's heap entry]
         self.keys: dict[Hashable, list[Any]] = {}
         self._timers: list[tuple[Any, int, Hashable]] = []  # (time, seq, key); stale when seq differs
@@ -170,47 +182,40 @@ class FlatMapStatefulP(Processor):
         if results is not None:
             out += [(ts, r) for r in results]
 
-    def _fire(self, t: Any, key: Hashable, out: list[Any]) -> None:
-        entry = self.keys[key]
-        cell = self._load(key, entry, t)
-        cell.timer = None
-        entry[1], entry[2] = None, 0
-        if self.on_timer is None:
-            cell.state = None
-            results = None
-        else:
-            results = self.on_timer(cell)
-        self._store(key, entry, cell, arm=not self._completing)
-        if results is not None:
-            stamp = t if t >= self._wm_out else self._wm_out
-            out += [(stamp, r) for r in results]
-
-    def _next_timer(self) -> tuple[Any, int, Hashable] | None:
-        """The earliest live timer (stale heap entries are dropped)."""
-        timers, keys = self._timers, self.keys
+    def _fire_due(self, limit: float, out: list[Any], inclusive: bool = False) -> None:
+        """Fire, in order of time, every live timer before ``limit`` (at it too when
+        ``inclusive``), timers set meanwhile included; stale heap entries are dropped."""
+        timers, get, cell, on_timer = self._timers, self.keys.get, self._cell, self.on_timer
+        wm_out, arm = self._wm_out, not self._completing
         while timers:
-            t, seq, key = timers[0]
-            entry = keys.get(key)
-            if entry is not None and entry[2] == seq:
-                return timers[0]
-            heapq.heappop(timers)
-        return None
+            t = timers[0][0]
+            if not (t < limit or (inclusive and t == limit)):
+                return
+            _, seq, key = heapq.heappop(timers)
+            entry = get(key)
+            if entry is None or entry[2] != seq:
+                continue  # stale: the key's timer moved or the key is gone
+            cell.key, cell.time, cell.state, cell.timer = key, t, entry[0], None
+            entry[1], entry[2] = None, 0
+            if on_timer is None:
+                cell.state = None
+                results = None
+            else:
+                results = on_timer(cell)
+            self._store(key, entry, cell, arm)
+            if results is not None:
+                stamp = t if t >= wm_out else wm_out
+                out += [(stamp, r) for r in results]
 
     def _advance(self, limit: float, out: list[Any]) -> None:
-        """Hand over the held items before ``limit`` and fire the timers before it, by time."""
-        held, timers = self._held, self._timers
-        while True:
-            timer = self._next_timer()
-            t = timer[0] if timer is not None and timer[0] < limit else None
-            if held and held[0][0] < limit and (t is None or held[0][0] <= t):
-                ts, _, _, item = heapq.heappop(held)
-                self._item(ts, item, out)
-            elif t is not None:
-                assert timer is not None
-                heapq.heappop(timers)
-                self._fire(t, timer[2], out)
-            else:
-                return
+        """Hand over the held items before ``limit`` and fire the timers before it, by time (an
+        item at ``t`` before a timer at ``t``)."""
+        held = self._held
+        while held and held[0][0] < limit:
+            self._fire_due(held[0][0], out)
+            ts, _, _, item = heapq.heappop(held)
+            self._item(ts, item, out)
+        self._fire_due(limit, out)
 
     # -- input and output -----------------------------------------------------------------------
 
@@ -225,7 +230,8 @@ class FlatMapStatefulP(Processor):
         room = emitter.free_room()
         if room <= 0:
             return
-        out = self._items(inbox.take(room))
+        batch = inbox.take(room)
+        out = self._items(batch) if self.fn_all is None else self._groups(batch)
         if out:
             emitter.emit(out)
 
@@ -253,6 +259,37 @@ class FlatMapStatefulP(Processor):
                 out += [(ts, r) for r in results]
         return out
 
+    def _groups(self, batch: list[tuple[Any, Any]]) -> list[Any]:
+        """The batch path: ``batch`` grouped by key in one pass, then ``fn_all`` once per key."""
+        groups: dict[Hashable, list[tuple[Any, Any]]] = {}
+        find, key_fn = groups.get, self.key_fn
+        for pair in batch:
+            key = key_fn(pair[1])
+            group = find(key)
+            if group is None:
+                groups[key] = [pair]
+            else:
+                group.append(pair)
+        out: list[Any] = []
+        get, fn_all, cell = self.keys.get, self.fn_all, self._cell
+        assert fn_all is not None  # process() takes this path only with it
+        for key, pairs in groups.items():
+            entry = get(key)
+            cell.key = key
+            cell.time = pairs[-1][0]
+            if entry is None:
+                cell.state, cell.timer = self.create_fn(), None
+                results = fn_all(cell, pairs)
+                self._store(key, None, cell)
+            else:
+                state, timer = cell.state, cell.timer = entry[0], entry[1]
+                results = fn_all(cell, pairs)
+                if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] == 0):
+                    self._store(key, entry, cell)
+            if results:
+                out += results
+        return out
+
     def try_process_watermark(self, watermark: Watermark) -> bool:
         emitter = self._emitter
         if self._handling != watermark.timestamp:
@@ -278,12 +315,7 @@ class FlatMapStatefulP(Processor):
             self._completing = True
             out: list[Any] = []
             self._advance(_INF, out)  # held items, and timers before infinity, in order of time
-            inf_timers = []
-            while (timer := self._next_timer()) is not None:  # what is left: timers at infinity
-                heapq.heappop(self._timers)
-                inf_timers.append(timer)
-            for t, _, key in inf_timers:
-                self._fire(t, key, out)
+            self._fire_due(_INF, out, inclusive=True)  # what is left: timers at infinity (none re-armed now)
             if out:
                 emitter.emit(out)
         return emitter.flush()
@@ -349,7 +381,8 @@ def _timer_order(timer: tuple[Any, int, Hashable]) -> tuple[Any, int]:
     return timer[0], timer[1]
 
 
-def _check(key_fn: Any, create_fn: Any, fn: Any, on_timer: Any, order_key: Any = None) -> None:
+def _check(key_fn: Any, create_fn: Any, fn: Any, on_timer: Any, order_key: Any = None, fn_all: Any = None,
+           sorted_input: bool = False) -> None:
     for what, f in (("key_fn", key_fn), ("create_fn", create_fn), ("fn", fn)):
         if not callable(f):
             raise JetbenchError(f"flat_map_stateful: {what} must be callable, got {f!r}")
@@ -357,17 +390,24 @@ def _check(key_fn: Any, create_fn: Any, fn: Any, on_timer: Any, order_key: Any =
         raise JetbenchError(f"flat_map_stateful: on_timer must be callable or None, got {on_timer!r}")
     if order_key is not None and not callable(order_key):
         raise JetbenchError(f"flat_map_stateful: order_key must be callable or None, got {order_key!r}")
+    if fn_all is not None and not callable(fn_all):
+        raise JetbenchError(f"flat_map_stateful: fn_all must be callable or None, got {fn_all!r}")
+    if fn_all is not None and sorted_input:
+        raise JetbenchError("flat_map_stateful: fn_all (a batch form of fn) does not go with sorted_input, where "
+                            "items are handed over one by one between timers")
 
 
 def flat_map_stateful(key_fn: Callable[[Any], Hashable], create_fn: Callable[[], Any],
                       fn: Callable[[Keyed, Any], Iterable[Any] | None],
                       on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None,
-                      sorted_input: bool = False, order_key: Callable[[Any], Any] | None = None) -> ProcessorSupplier:
+                      sorted_input: bool = False, order_key: Callable[[Any], Any] | None = None,
+                      fn_all: FnAll | None = None) -> ProcessorSupplier:
     """A vertex supplier of `FlatMapStatefulP`: ``(ts, item)`` pairs in (partitioned by
-    ``key_fn(item)``), ``(ts, result)`` pairs out."""
-    _check(key_fn, create_fn, fn, on_timer, order_key)
+    ``key_fn(item)``), ``(ts, result)`` pairs out; ``fn_all`` the batch form of ``fn`` (not with
+    ``sorted_input``)."""
+    _check(key_fn, create_fn, fn, on_timer, order_key, fn_all, sorted_input)
     return ProcessorSupplier(FlatMapStatefulP, key_fn, create_fn, fn, on_timer, bool(sorted_input), order_key,
-                             label=f"flat_map_stateful({getattr(fn, '__name__', fn)})")
+                             fn_all, label=f"flat_map_stateful({getattr(fn, '__name__', fn)})")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -375,8 +415,9 @@ def flat_map_stateful(key_fn: Callable[[Any], Hashable], create_fn: Callable[[],
 
 @dataclass(frozen=True)
 class FlatMapStatefulSpec(StageSpec):
-    """``stage.apply(FlatMapStatefulSpec(key_fn, create_fn, fn, on_timer, sorted_input, order_key))`` on a
-    timestamped stage: the results of ``fn`` and ``on_timer``, timestamped.
+    """``stage.apply(FlatMapStatefulSpec(key_fn, create_fn, fn, on_timer, sorted_input, order_key, fn_all))``
+    on a timestamped stage: the results of ``fn`` and ``on_timer``, timestamped (``fn_all``: the
+    batch form of ``fn``, see the module's documentation).
 
     Planning: one vertex behind an edge partitioned by ``key_fn`` of the item, so each key lives
     in one instance.
@@ -388,11 +429,12 @@ class FlatMapStatefulSpec(StageSpec):
     on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None
     sorted_input: bool = False
     order_key: Callable[[Any], Any] | None = None
+    fn_all: FnAll | None = None
     kind: ClassVar[str] = "flat_map_stateful"
     uses_watermarks: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        _check(self.key_fn, self.create_fn, self.fn, self.on_timer, self.order_key)
+        _check(self.key_fn, self.create_fn, self.fn, self.on_timer, self.order_key, self.fn_all, self.sorted_input)
 
     def output_timestamped(self, inputs: bool) -> bool:
         return True
@@ -403,7 +445,7 @@ class FlatMapStatefulSpec(StageSpec):
             raise JetbenchError(f"stage {node.name!r}: flat_map_stateful needs timestamped items (event time "
                                 "drives its timers): use a timestamped source or add_timestamps() first")
         supplier = flat_map_stateful(self.key_fn, self.create_fn, self.fn, self.on_timer, self.sorted_input,
-                                     self.order_key)
+                                     self.order_key, self.fn_all)
         vertex = planner.vertex(node.name, supplier, node.local_parallelism)
         planner.connect(up, vertex, routing=Routing.PARTITIONED, key_fn=EventKey(self.key_fn))
         planner.produce(node, Output(vertex, True))

@@ -232,3 +232,110 @@ def test_in_a_job_taking_snapshots_every_millisecond_the_results_are_the_same():
     got = run(p, progress=False, cooperative_threads=2,
               config=JobConfig(processing_guarantee="exactly_once", snapshot_interval_ms=1))
     assert sorted(got, key=repr) == sorted(running_totals(1), key=repr)
+
+
+# -- the batch form (fn_all) ----------------------------------------------------------------------
+
+
+def total_to_limit(k, x):
+    """Running total per key, forgotten when it passes 20 (the next item starts from 0) or 10 ms
+    after its last item; a timer fires with the total."""
+    k.state += x[1]
+    if k.state > 20:
+        k.state, k.timer = None, None
+        return [(k.key, "over")]
+    k.timer = k.time + 10
+    return [(k.key, k.state)] if x[1] % 2 else None
+
+
+def total_to_limit_all(k, pairs):
+    """`total_to_limit` over one key's pairs of a batch, in one loop (restarting from 0 once forgotten)."""
+    out = []
+    for ts, x in pairs:
+        if k.state is None:
+            k.state = 0
+        k.state += x[1]
+        if k.state > 20:
+            k.state, k.timer = None, None
+            out.append((ts, (k.key, "over")))
+            continue
+        k.timer = ts + 10
+        if x[1] % 2:
+            out.append((ts, (k.key, k.state)))
+    return out
+
+
+def on_total_timer(k):
+    return [(k.key, "timer", k.state)]
+
+
+def drive(processor, steps):
+    """Run ``processor`` over ``steps`` (lists of (ts, item) pairs and watermarks), then complete
+    it; its output per key, in order, and the watermarks, in order."""
+    from jetbench.core.inbox import Inbox
+    from jetbench.core.outbox import Outbox
+    from jetbench.core.processor import ProcessorContext
+
+    box = Outbox(ordinal_count=1, capacity=1 << 16)
+    processor.init(box, ProcessorContext("fms", 0, 0, 1, 1))
+    out = []
+    for step in steps:
+        if isinstance(step, Watermark):
+            while not processor.try_process_watermark(step):
+                out += box.take_bucket(0)
+            out += box.take_bucket(0)
+            out.append(box.take_watermark())
+        else:
+            inbox = Inbox(list(step))
+            while len(inbox):
+                processor.process(0, inbox)
+                out += box.take_bucket(0)
+    while not processor.complete():
+        out += box.take_bucket(0)
+    out += box.take_bucket(0)
+    per_key = {}
+    for item in out:
+        if not isinstance(item, Watermark):
+            per_key.setdefault(item[1][0], []).append(item)
+    return per_key, [w for w in out if isinstance(w, Watermark)], processor.keys
+
+
+def batches_and_watermarks():
+    from hypothesis import strategies as st
+
+    pair = st.tuples(st.integers(0, 60), st.tuples(st.sampled_from("abc"), st.integers(0, 9)))
+    return st.lists(st.one_of(st.lists(pair, max_size=8), st.integers(0, 80).map(Watermark)), max_size=10)
+
+
+def test_the_batch_form_equals_calling_fn_item_by_item():
+    from hypothesis import given, settings
+
+    @settings(max_examples=200, deadline=None)
+    @given(batches_and_watermarks())
+    def check(steps):
+        per_item = drive(FlatMapStatefulP(key_of, int, total_to_limit, on_total_timer), steps)
+        batched = drive(FlatMapStatefulP(key_of, int, total_to_limit, on_total_timer, fn_all=total_to_limit_all),
+                        steps)
+        assert batched == per_item
+
+    check()
+
+
+def test_the_batch_form_in_a_pipeline_gives_the_same_results():
+    items = [(t, (f"k{t % 7}", t % 5)) for t in range(0, 3000, 3)]
+
+    def results(fn_all):
+        p = Pipeline()
+        (p.read_from(sources.test_stream(items))
+         .apply(FlatMapStatefulSpec(key_of, int, total_to_limit, on_total_timer, fn_all=fn_all))
+         .write_to(sinks.collect()))
+        return sorted(run(p, progress=False), key=repr)
+
+    assert results(total_to_limit_all) == results(None)
+
+
+def test_the_batch_form_is_checked():
+    with pytest.raises(JetbenchError, match="fn_all must be callable"):
+        flat_map_stateful(key_of, int, total_to_limit, fn_all=3)
+    with pytest.raises(JetbenchError, match="sorted_input"):
+        FlatMapStatefulSpec(key_of, int, total_to_limit, sorted_input=True, fn_all=total_to_limit_all)

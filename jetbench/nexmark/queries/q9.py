@@ -86,6 +86,36 @@ class WinningBid:
             state[1] = event
         return None
 
+    def all(self, k: Keyed, pairs: list[tuple[int, Any]]) -> None:
+        """The batch form (``fn_all``): an auction's events of a batch in one loop. Bids of a
+        known auction, nearly all of them, are compared in place (`better` written out, the
+        auction's bounds and the best price in locals); the auction itself and bids before it
+        go through ``__call__``."""
+        state = k.state
+        auction, best = state[0], state[1]
+        expires = reserve = top = 0
+        if auction is not None:
+            expires, reserve = auction.expires, auction.reserve
+            if best is not None:
+                top = best.price
+        for ts, event in pairs:
+            if auction is None or type(event) is not Bid:
+                k.time = ts
+                self(k, event)
+                auction, best = state[0], state[1]
+                if auction is not None:
+                    expires, reserve = auction.expires, auction.reserve
+                    if best is not None:
+                        top = best.price
+                continue
+            price = event.price
+            if event.date_time < expires and price >= reserve and (
+                    best is None or price > top
+                    or (price == top and (event.date_time, event.bidder) < (best.date_time, best.bidder))):
+                state[1] = best = event
+                top = price
+        return None
+
 
 def closed(k: Keyed) -> list[AuctionBid] | None:
     """The auction closed (or its early bids' window passed): its winner, if it has one. With
@@ -101,7 +131,8 @@ def closed(k: Keyed) -> list[AuctionBid] | None:
 
 def winning_bids(events: Stage, config: NexmarkConfig, name: str = "q9") -> Stage:
     """``AuctionBid`` per closed auction with a valid bid, stamped ``expires - 1``."""
-    spec = FlatMapStatefulSpec(auction_id, new_state, WinningBid(2 * expected_auction_duration_ms(config)), closed)
+    fn = WinningBid(2 * expected_auction_duration_ms(config))
+    spec = FlatMapStatefulSpec(auction_id, new_state, fn, closed, fn_all=fn.all)
     return events.filter(is_auction_or_bid, name=f"{name}-auctions-bids").apply(spec, name=f"{name}-winning-bids")
 
 
