@@ -18,6 +18,7 @@ its key; the grouping would only decode it again).
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -26,7 +27,8 @@ from apache_beam.portability import common_urns
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners import pipeline_context
 
-__all__ = ["PipelineCoders", "KeyedSplitter", "decode_all", "encode_all", "encode_chunks"]
+__all__ = ["PipelineCoders", "KeyedSplitter", "decode_all", "encode_all", "encode_chunks", "stable_key",
+           "stable_key_of"]
 
 
 def decode_all(chunk: bytes, coder: Any) -> Iterator[Any]:
@@ -60,6 +62,23 @@ def encode_chunks(elements: Iterable[Any], coder: Any, chunk_size: int = 256) ->
             count = 0
     if count:
         yield stream.get()
+
+
+def stable_key(key: bytes) -> int:
+    """The key bytes as a small int that is the same in every process (CRC-32), unlike
+    ``hash(bytes)``, which each process salts: a partitioned edge keyed on it, and the snapshot
+    entries saved under it, send a key to the same instance in a new process that resumes the job.
+
+    >>> stable_key(b"a"), hash(stable_key(b"a")) == stable_key(b"a")
+    (3904355907, True)
+    """
+    return zlib.crc32(key)
+
+
+def stable_key_of(pair: tuple[bytes, Any]) -> int:
+    """`stable_key` of a keyed pair's key bytes (the key function of a partitioned edge in a job
+    with a processing guarantee)."""
+    return zlib.crc32(pair[0])
 
 
 class KeyedSplitter:

@@ -1,7 +1,8 @@
 """Beam's Flatten as a vertex with one inbound ordinal per input PCollection.
 
 The translation's coder phase gives every input the output's coder, so chunks pass through as
-they are (split into keyed pairs when the consumer groups).
+they are (split into keyed pairs when the consumer groups). It keeps no state: at a snapshot
+barrier it hands over what it has pending first.
 """
 
 from __future__ import annotations
@@ -36,4 +37,8 @@ class FlattenP(Processor):
         return self._pending.flush(self.outbox)
 
     def complete(self) -> bool:
+        return self._pending.flush(self.outbox)
+
+    def save_to_snapshot(self) -> bool:
+        """Nothing to save: what it has pending goes out before the barrier."""
         return self._pending.flush(self.outbox)

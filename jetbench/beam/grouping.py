@@ -3,14 +3,18 @@ instances that each group the keys they own, then apply the windowing strategy (
 assignment already done upstream; merging windows merged here) and its trigger with Beam's own
 trigger driver over the whole key (`create_trigger_driver(windowing, True).process_entire_key`).
 
-A batch grouping: the groups are emitted once every input is exhausted.
+A batch grouping: the groups are emitted once every input is exhausted, a chunk of keys at a
+time. In a job with a processing guarantee it saves, at a barrier, the groups it holds (each
+key's elements encoded with the input coder, under the key's `stable_key`, so that a restore
+hands them to the instance the partitioned edge routes that key to); while it emits, it first
+hands over the output it has pending, then saves the keys not emitted yet.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from apache_beam.transforms import trigger
 from apache_beam.transforms.window import GlobalWindow, GlobalWindows
@@ -18,20 +22,22 @@ from apache_beam.utils import windowed_value
 
 from ..core.inbox import Inbox
 from ..core.processor import Processor
-from .coding import encode_chunks
+from .coding import decode_all, encode_all, stable_key
 from .routes import PCollectionRoutes, PendingOutput
 
 __all__ = ["GroupByKeyP"]
 
 _ON_TIME_ONLY = windowed_value.PaneInfo(is_first=True, is_last=True, timing=windowed_value.PaneInfoTiming.ON_TIME,
                                        index=0, nonspeculative_index=0)
+#: output elements per emitted chunk (a key's panes are never split over two chunks)
+_CHUNK = 256
 
 
 class GroupByKeyP(Processor):
     """Groups ``(key bytes, decoded element)`` pairs by key; at the end emits each key's groups,
     windowed and triggered, as chunks of the output PCollection."""
 
-    snapshot_support = "unsupported"
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(self, input_coder: Any, output_coder: Any, windowing: Any, output_pcoll: str,
                  routes: PCollectionRoutes):
@@ -42,7 +48,10 @@ class GroupByKeyP(Processor):
         self.routes = routes
         self._groups: defaultdict[bytes, list[Any]] = defaultdict(list)
         self._pending = PendingOutput()
-        self._chunks: Iterator[bytes] | None = None
+        #: the keys still to emit, in arrival order, once emitting has started
+        self._order: deque[bytes] | None = None
+        self._driver: Any = None
+        self._saving: Iterator[tuple[Any, Any]] | None = None
         self.keys_grouped = 0
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
@@ -51,29 +60,52 @@ class GroupByKeyP(Processor):
             groups[key].append(element)
 
     def complete(self) -> bool:
-        if self._chunks is None:
-            self._chunks = encode_chunks(self._grouped(), self.output_coder)
+        if self._order is None:
+            self._order = deque(self._groups)
+            if not self.windowing.is_default():
+                self._driver = trigger.create_trigger_driver(self.windowing, True)
         while self._pending.flush(self.outbox):
-            chunk = next(self._chunks, None)
+            chunk = self._next_chunk()
             if chunk is None:
                 return True
             self._pending.extend(self.routes.items(self.output_pcoll, chunk))
         return False
 
-    def _grouped(self) -> Iterator[Any]:
-        default = self.windowing.is_default()
-        driver = None if default else trigger.create_trigger_driver(self.windowing, True)
-        groups, self._groups = self._groups, defaultdict(list)
-        for decoded in groups.values():
-            self.keys_grouped += 1
-            key = decoded[0].value[0]
-            if driver is None:
-                yield GlobalWindows.windowed_value(
-                    (key, [wv.value[1] for wv in decoded]), timestamp=GlobalWindow().max_timestamp(),
-                    pane_info=_ON_TIME_ONLY)
-            else:
-                yield from driver.process_entire_key(key, [wv.with_value(wv.value[1]) for wv in decoded])
+    def _next_chunk(self) -> bytes | None:
+        order, groups = self._order, self._groups
+        assert order is not None
+        out: list[Any] = []
+        while order and len(out) < _CHUNK:
+            out.extend(self._fire(groups.pop(order.popleft())))
+        return encode_all(out, self.output_coder) if out else None
+
+    def _fire(self, decoded: list[Any]) -> Iterator[Any]:
+        self.keys_grouped += 1
+        key = decoded[0].value[0]
+        if self._driver is None:
+            yield GlobalWindows.windowed_value((key, [wv.value[1] for wv in decoded]),
+                                               timestamp=GlobalWindow().max_timestamp(), pane_info=_ON_TIME_ONLY)
+        else:
+            yield from self._driver.process_entire_key(key, [wv.with_value(wv.value[1]) for wv in decoded])
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def save_to_snapshot(self) -> bool:
+        if not self._pending.flush(self.outbox):  # output of keys already taken goes before the barrier
+            return False
+        if self._saving is None:
+            coder = self.input_coder
+            self._saving = ((stable_key(key), (key, encode_all(elements, coder)))
+                            for key, elements in self._groups.items())
+        if not self.outbox.offer_entries_to_snapshot(self._saving):
+            return False
+        self._saving = None
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        groups, coder = self._groups, self.input_coder
+        for _, (key, data) in inbox.take():
+            groups[key].extend(decode_all(data, coder))
 
     def metrics(self) -> dict[str, int]:
         return {"keys_grouped": self.keys_grouped}
-

@@ -23,7 +23,14 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "max_idle_us": (float, 500.0, "the longest park of an idle cooperative worker, in us"),
     "idle_strategy": (str, "backoff", "what an idle worker does: 'backoff' or 'timer'"),
     "queue_size": (int, None, "capacity in items (encoded chunks) of each queue of each edge"),
-    "processing_guarantee": (str, "none", "'none' (the only one the runner takes so far)"),
+    "outbox_capacity": (int, 1024, "items a vertex's outbox holds per edge before it refuses more; with a guarantee, "
+                        "a small one keeps the data ahead of a snapshot barrier short"),
+    "processing_guarantee": (str, "none", "'none', 'at_least_once' or 'exactly_once': snapshots of every vertex's "
+                             "state, restarts from the last one after a failure (jetbench.beam.guarantees)"),
+    "snapshot_interval_ms": (int, 10_000, "with a guarantee: time between two snapshots, in ms"),
+    "max_restarts": (int, 3, "with a guarantee: restarts from the last snapshot before the job fails"),
+    "snapshot_store": (str, None, "with a guarantee: the SQLite snapshot store's path (default: jetbench's own)"),
+    "resume": (bool, False, "with a guarantee: go on from the snapshots a killed run of the same --job_name left"),
     "drain": (bool, False, "run as a drain: splittable DoFns truncate their restrictions (Beam's is_drain)"),
 }
 

@@ -54,6 +54,10 @@ class PendingOutput:
     def extend(self, items: list[tuple[int, Any]]) -> None:
         self._items.extend(items)
 
+    def left(self) -> list[tuple[int, Any]]:
+        """What is still pending, in order (a copy)."""
+        return list(self._items)
+
     def flush(self, outbox: Any) -> bool:
         """Offer what is pending in order; True once nothing is left."""
         items = self._items

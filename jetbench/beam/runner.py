@@ -33,6 +33,7 @@ from apache_beam.utils import proto_utils
 
 from ..core.execution import ExecutionService
 from .errors import BeamRunnerError, UnsupportedBeamFeature
+from .guarantees import job_config
 from .options import SETTINGS, JetbenchOptions
 from .result import JetbenchPipelineResult
 from .translation import BeamPlan, optimize, translate
@@ -52,7 +53,8 @@ _lock = threading.Lock()
 class JetbenchRunner(PipelineRunner):
     """Runs Beam pipelines as jetbench jobs. Keyword arguments override the pipeline's
     `JetbenchOptions` (``cooperative_threads``, ``parallelism``, ``min_idle_us``,
-    ``max_idle_us``, ``idle_strategy``, ``queue_size``, ``processing_guarantee``, ``drain``)."""
+    ``max_idle_us``, ``idle_strategy``, ``queue_size``, ``outbox_capacity``, ``processing_guarantee``, ``snapshot_interval_ms``,
+    ``max_restarts``, ``snapshot_store``, ``resume``, ``drain``)."""
 
     def __init__(self, **settings: Any):
         unknown = sorted(set(settings) - set(SETTINGS))
@@ -68,11 +70,13 @@ class JetbenchRunner(PipelineRunner):
     def run_portable_pipeline(self, pipeline: beam_runner_api_pb2.Pipeline,
                               options: PipelineOptions) -> JetbenchPipelineResult:
         settings = self._resolve(options)
+        name = options.get_all_options().get("job_name") or None
+        config = job_config(settings, name)
         plan = self._plan(pipeline, settings)
         service = ExecutionService(cooperative_threads=settings["cooperative_threads"],
                                    min_idle_us=settings["min_idle_us"], max_idle_us=settings["max_idle_us"],
-                                   idle=settings["idle_strategy"])
-        job = service.submit(plan.dag, name=(options.get_all_options().get("job_name") or None))
+                                   idle=settings["idle_strategy"], outbox_capacity=settings["outbox_capacity"])
+        job = service.submit(plan.dag, name=name, config=config)
         return JetbenchPipelineResult(job, plan)
 
     @classmethod
@@ -95,10 +99,7 @@ class JetbenchRunner(PipelineRunner):
         lp = resolved["parallelism"]
         if lp is not None and (isinstance(lp, bool) or not isinstance(lp, int) or lp < 1):
             raise BeamRunnerError(f"JetbenchRunner: parallelism must be an int >= 1 or None, got {lp!r}")
-        if resolved["processing_guarantee"] != "none":
-            raise UnsupportedBeamFeature(
-                f"JetbenchRunner: processing_guarantee={resolved['processing_guarantee']!r} is not supported yet: "
-                "the stage and grouping vertices keep state they cannot snapshot; use 'none'")
+        job_config(resolved, "-")  # a bad guarantee setting is refused before the pipeline is looked at
         return resolved
 
     def _plan(self, pipeline: beam_runner_api_pb2.Pipeline, settings: dict[str, Any]) -> BeamPlan:
@@ -112,7 +113,8 @@ class JetbenchRunner(PipelineRunner):
         _refuse_unsupported(pipeline)
         with _lock:  # Beam's optimizer keeps module-level counters
             optimized = optimize(pipeline, bool(settings["drain"]))
-        return translate(optimized, settings["parallelism"], settings["queue_size"])
+        return translate(optimized, settings["parallelism"], settings["queue_size"],
+                         stable_keys=job_config(settings, "-") is not None)
 
 
 def _refuse_unsupported(pipeline: beam_runner_api_pb2.Pipeline) -> None:

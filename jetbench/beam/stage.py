@@ -21,6 +21,17 @@ What a stage gets:
 
 User state and timers live in the instance's state servicer: a stateful stage's input comes on
 an edge partitioned on the encoded key bytes, so each instance holds the state of its keys.
+
+In a job with a processing guarantee a stage saves its state between two bundles (a bundle runs
+whole inside one call, so the bundle open when a barrier comes finishes first, its output ahead
+of the barrier): the main input held for side inputs, the side inputs (received and committed),
+its state servicer's contents (user state and side inputs, as encoded bytes) and the timers set,
+under the instance's index; the keyed edge into a stateful stage then routes on `stable_key`, so
+a new process resuming the job sends each key to the instance that holds its state (at the same
+parallelism: another is refused with an error naming the vertex). Bundles that ask for
+finalization are finalized once a snapshot covering their output is stored (phase 2), or at the
+end; a bundle run before a failure and not covered by a snapshot is run again after the restore
+but its finalization from before the failure is lost.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from apache_beam.coders.coder_impl import create_OutputStream
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
@@ -38,10 +49,11 @@ from apache_beam.runners.portability.fn_api_runner.execution import WindowGroupi
 
 from ..core.inbox import Inbox
 from ..core.processor import Processor
-from .errors import BeamStageError
+from .errors import BeamRunnerError, BeamStageError
 from .metrics import MonitoringCollector
 from .routes import PCollectionRoutes
 from .side_inputs import commit_side_input
+from .state import SnapshotStateServicer
 
 __all__ = ["ExecutableStageP", "StageSpec", "SideInputSpec", "TimerFamily"]
 
@@ -88,7 +100,7 @@ class ExecutableStageP(Processor):
     """Runs one fused Beam stage's bundles in an embedded SDK harness (see the module doc)."""
 
     is_cooperative = False
-    snapshot_support = "unsupported"
+    snapshot_support: ClassVar[str] = "supported"
 
     def __init__(self, spec: StageSpec, routes: PCollectionRoutes, collector: MonitoringCollector):
         self.spec = spec
@@ -99,8 +111,11 @@ class ExecutableStageP(Processor):
         self._timers: dict[tuple[str, str], dict[Any, Any]] = {}
         #: main-input chunks that came before every side input was complete
         self._held: list[bytes] = []
+        #: bundles whose finalization waits for a snapshot covering them (with a guarantee)
+        self._to_finalize: list[str] = []
+        self._prepared: list[str] = []
         self._worker: Any = None
-        self._state: Any = None
+        self._state: SnapshotStateServicer | None = None
         self._descriptor_id = ""
         self.bundles = 0
         self.elements_in = 0
@@ -112,7 +127,7 @@ class ExecutableStageP(Processor):
         descriptor = beam_fn_api_pb2.ProcessBundleDescriptor()
         descriptor.CopyFrom(self.spec.descriptor)
         self._descriptor_id = descriptor.id = f"{self.spec.vertex_name}#{context.global_index}"
-        self._state = worker_handlers.StateServicer()
+        self._state = SnapshotStateServicer()
         # the embedded harness reads only the descriptors of its "worker manager" and no provision info
         manager: Any = _Descriptors(descriptor)
         self._worker = worker_handlers.EmbeddedWorkerHandler(None, state=self._state, provision_info=None,  # type: ignore[arg-type]
@@ -138,7 +153,7 @@ class ExecutableStageP(Processor):
 
     def complete_edge(self, ordinal: int) -> bool:
         side = self._side_specs.get(ordinal)
-        if side is not None:
+        if side is not None and ordinal in self._side_chunks:  # not committed before a restore
             buffer = WindowGroupingBuffer(side.access_pattern, side.windowed_coder)
             for chunk in self._side_chunks.pop(ordinal):
                 buffer.append(chunk)
@@ -153,6 +168,8 @@ class ExecutableStageP(Processor):
             if not fired:
                 break
             self._run([], fired)
+        self._finalize(self._prepared + self._to_finalize)
+        self._prepared, self._to_finalize = [], []
         return True
 
     def close(self) -> None:
@@ -223,11 +240,18 @@ class ExecutableStageP(Processor):
                 self.outbox.offer(item, ordinal)  # a blocking outbox: waits for room
         self._remember_timers(written)
         if result.requires_finalization:
-            done = worker.control_conn.push(beam_fn_api_pb2.InstructionRequest(
+            if self.context.processing_guarantee == "none":
+                self._finalize([bundle_id])
+            else:  # once a snapshot holds what the bundle emitted
+                self._to_finalize.append(bundle_id)
+        return [root.application.element for root in result.residual_roots]
+
+    def _finalize(self, bundle_ids: list[str]) -> None:
+        for bundle_id in bundle_ids:
+            done = self._worker.control_conn.push(beam_fn_api_pb2.InstructionRequest(
                 finalize_bundle=beam_fn_api_pb2.FinalizeBundleRequest(instruction_id=bundle_id))).get()
             if done.error:
                 raise self._failure(done.error)
-        return [root.application.element for root in result.residual_roots]
 
     def _failure(self, error: str) -> BeamStageError:
         match = _WHILE_RUNNING.search(error)
@@ -251,9 +275,12 @@ class ExecutableStageP(Processor):
 
     def _take_timers(self) -> dict[tuple[str, str], bytes]:
         """The timers set so far, encoded per family in timestamp order; forgets them."""
+        timers, self._timers = self._timers, {}
+        return self._encoded_timers(timers)
+
+    def _encoded_timers(self, timers: dict[tuple[str, str], dict[Any, Any]]) -> dict[tuple[str, str], bytes]:
         coders = {(f.transform_id, f.family_id): f.coder.get_impl() for f in self.spec.timer_families}
         fired: dict[tuple[str, str], bytes] = {}
-        timers, self._timers = self._timers, {}
         for family, table in timers.items():
             if not table:
                 continue
@@ -262,6 +289,49 @@ class ExecutableStageP(Processor):
                 coders[family].encode_to_stream(timer, stream, True)
             fired[family] = stream.get()
         return fired
+
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def save_to_snapshot(self) -> bool:
+        """The instance's state, one entry under its index (see the module doc); called between
+        bundles, never inside one."""
+        assert self._state is not None
+        state = {
+            "parallelism": self.context.total_parallelism,
+            "held": list(self._held),
+            # by step and tag: the ordinals of the side inputs may differ in a new process
+            "side_chunks": {(self._side_specs[ordinal].transform_id, self._side_specs[ordinal].tag): list(chunks)
+                            for ordinal, chunks in self._side_chunks.items()},
+            "servicer": self._state.dump(),
+            "timers": self._encoded_timers(self._timers),
+        }
+        return self.outbox.offer_to_snapshot(self.context.global_index, state)
+
+    def snapshot_commit_prepare(self) -> bool:
+        self._prepared += self._to_finalize
+        self._to_finalize = []
+        return True
+
+    def snapshot_commit_finish(self, success: bool) -> bool:
+        if success:  # what those bundles emitted is in a stored snapshot: they may finalize
+            prepared, self._prepared = self._prepared, []
+            self._finalize(prepared)
+        return True
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        assert self._state is not None
+        for _, state in inbox.take():
+            if state["parallelism"] != self.context.total_parallelism:
+                raise BeamRunnerError(
+                    f"jetbench vertex {self.spec.vertex_name!r}: its state was saved at parallelism "
+                    f"{state['parallelism']} and cannot be restored at parallelism {self.context.total_parallelism} "
+                    "(each instance holds the state of the keys routed to it): resume with the same parallelism")
+            self._held += state["held"]
+            ordinals = {(side.transform_id, side.tag): side.ordinal for side in self.spec.side_inputs}
+            self._side_chunks = {ordinals[name]: chunks for name, chunks in state["side_chunks"].items()}
+            self._state.load(state["servicer"])
+            self._remember_timers(state["timers"].items())
 
 
 class _Descriptors:

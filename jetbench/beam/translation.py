@@ -33,7 +33,7 @@ accumulate locally then combine after the partitioned edge.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
 from dataclasses import dataclass, field
 
 from apache_beam.portability import common_urns
@@ -44,7 +44,7 @@ from apache_beam.utils import proto_utils
 
 from ..core.dag import DAG, Edge, Vertex
 from ..processors.supplier import ProcessorSupplier
-from .coding import KeyedSplitter, PipelineCoders
+from .coding import KeyedSplitter, PipelineCoders, stable_key_of
 from .errors import UnsupportedBeamFeature
 from .flatten import FlattenP
 from .grouping import GroupByKeyP
@@ -119,8 +119,11 @@ class BeamPlan:
 
 
 def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None = None,
-              queue_size: int | None = None) -> BeamPlan:
-    """The jetbench DAG of an optimized pipeline (see `optimize`)."""
+              queue_size: int | None = None, stable_keys: bool = False) -> BeamPlan:
+    """The jetbench DAG of an optimized pipeline (see `optimize`). ``stable_keys`` (a job with a
+    processing guarantee): partitioned edges route on `stable_key`, the same in every process,
+    rather than on the key bytes' salted hash."""
+    key_of = stable_key_of if stable_keys else _key_of
     coders = PipelineCoders(optimized)
     collector = MonitoringCollector()
     dag = DAG()
@@ -145,7 +148,7 @@ def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None =
             producer.routes.add(pcoll, out, splitter)
             edge = Edge.from_(producer.vertex, out).to(node.vertex, in_ordinal)
             if keyed:
-                edge.partitioned(_key_of)
+                edge.partitioned(key_of)
             elif role == "side":
                 edge.broadcast()
             if queue_size is not None:
@@ -158,20 +161,56 @@ def _key_of(pair: tuple[bytes, bytes]) -> bytes:
     return pair[0]
 
 
-def _leaves(pipeline: beam_runner_api_pb2.Pipeline) -> Iterator[str]:
-    """The primitive transforms in topological order (composites walked into)."""
+def _leaves(pipeline: beam_runner_api_pb2.Pipeline) -> list[str]:
+    """The primitive transforms in a topological order that is the same in every process (ties
+    broken by name): the vertices' names number them in it, and a process resuming a job finds
+    its snapshot's vertices by those names. (Beam's own order of stages can change from one
+    process to the next.)"""
     transforms = pipeline.components.transforms
+    leaves: list[str] = []
 
-    def walk(transform_id: str) -> Iterator[str]:
+    def walk(transform_id: str) -> None:
         t = transforms[transform_id]
         if t.subtransforms:
             for sub in t.subtransforms:
-                yield from walk(sub)
+                walk(sub)
         elif set(t.outputs.values()) - set(t.inputs.values()) or not t.outputs and t.inputs:
-            yield transform_id
+            leaves.append(transform_id)
 
     for root in pipeline.root_transform_ids:
-        yield from walk(root)
+        walk(root)
+    producer = {pcoll: tid for tid in leaves for pcoll in transforms[tid].outputs.values()}
+    waiting: dict[str, int] = {}
+    consumers: dict[str, list[str]] = {tid: [] for tid in leaves}
+    for tid in leaves:
+        before = {producer[pc] for pc in _inputs(transforms[tid]) if pc in producer} - {tid}
+        waiting[tid] = len(before)
+        for other in before:
+            consumers[other].append(tid)
+    ready = [(transforms[tid].unique_name, tid) for tid in leaves if not waiting[tid]]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        _, tid = heapq.heappop(ready)
+        order.append(tid)
+        for nxt in consumers[tid]:
+            waiting[nxt] -= 1
+            if not waiting[nxt]:
+                heapq.heappush(ready, (transforms[nxt].unique_name, nxt))
+    if len(order) != len(leaves):  # a cycle: Beam's optimizer never makes one; keep its order
+        return leaves
+    return order
+
+
+def _inputs(t: beam_runner_api_pb2.PTransform) -> list[str]:
+    """The PCollections a leaf reads: its inputs, and a fused stage's side inputs too."""
+    pcolls = list(t.inputs.values())
+    if t.spec.urn == EXECUTABLE_STAGE:
+        stage = beam_runner_api_pb2.ExecutableStagePayload.FromString(t.spec.payload)
+        pcolls.append(stage.input)
+        pcolls += [stage.components.transforms[side.transform_id].inputs[side.local_name]
+                   for side in stage.side_inputs]
+    return pcolls
 
 
 def _node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, transform_id: str, index: int,

@@ -206,8 +206,8 @@ def test_unsupported_features_are_refused_before_running():
     _ = p | BeamTestStream().add_elements([1]) | beam.Map(lambda x: x)
     with pytest.raises(UnsupportedBeamFeature, match="uses beam:transform:teststream:v1, which the runner does not support"):
         p.run()
-    with pytest.raises(UnsupportedBeamFeature, match="processing_guarantee='exactly_once'"):
-        beam.Pipeline(runner=JetbenchRunner(processing_guarantee="exactly_once")).run()
+    with pytest.raises(JetbenchError, match="processing_guarantee must be one of"):
+        beam.Pipeline(runner=JetbenchRunner(processing_guarantee="twice")).run()
     with pytest.raises(JetbenchError, match="unknown setting"):
         JetbenchRunner(threads=2)
     with pytest.raises(JetbenchError, match="cooperative_threads must be an int >= 1"):
