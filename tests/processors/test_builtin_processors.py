@@ -241,6 +241,15 @@ def test_empty_transform_is_identity():
     verify_processor(transform_processor(Transform()), input=[1, WM1, 2], expected=[1, WM1, 2])
 
 
+def test_filters_over_timestamped_pairs_pass_the_pairs_themselves():
+    pairs = [(1, 3), (2, -1), (3, 8), (4, 4)]
+    kept = Transform(timestamped=True).filter(lambda x: x > 0).filter(lambda x: x % 2 == 0)(pairs)
+    assert kept == [(3, 8), (4, 4)] and kept[0] is pairs[2]  # not a new (ts, item) tuple
+    assert Transform(timestamped=True).filter(bool).map(str)([(1, 0), (2, 5)]) == [(2, "5")]
+    assert Transform(timestamped=True)(pairs) == pairs and Transform(timestamped=True)(pairs) is not pairs
+    assert Transform(timestamped=True, keep_timestamps=False).filter(bool)(pairs) == [3, -1, 8, 4]
+
+
 # -- keyed aggregation -----------------------------------------------------------------------
 
 
