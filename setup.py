@@ -5,8 +5,8 @@ jetbench/core/compiled.py).
     .venv/bin/python setup.py build_ext --inplace   # what scripts/setup.sh runs when a source changed
     pip wheel .                                     # a wheel with the compiled modules and widgets
 
-The compiled modules go beside their sources (``jetbench/core/*.so``) with ``_compiled.json``, the
-hash of each source compiled. A compile that fails (no C compiler, no mypy) leaves a working pure
+The compiled modules go beside their sources (``jetbench/core/*.so``, ``jetbench/processors/*.so``)
+with ``jetbench/core/_compiled.json``, the hash of each source compiled. A compile that fails (no C compiler, no mypy) leaves a working pure
 build behind with a warning; ``JETBENCH_COMPILE=0`` skips compiling altogether.
 """
 
@@ -23,9 +23,9 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-CORE = Path("jetbench", "core")
+PACKAGE = Path("jetbench")
 # jetbench/core/compiled.py is standard library only: read it without importing jetbench
-_compiled = runpy.run_path(str(ROOT / CORE / "compiled.py"))
+_compiled = runpy.run_path(str(ROOT / PACKAGE / "core" / "compiled.py"))
 
 
 class BuildPy(build_py):
@@ -60,14 +60,13 @@ class BuildExt(build_ext):
             super().run()
             return
         inplace = self.inplace or getattr(self, "editable_mode", False)
-        target = ROOT / CORE if inplace else Path(self.build_lib) / CORE
-        (target / _compiled["MANIFEST"]).unlink(missing_ok=True)
+        target = ROOT / PACKAGE if inplace else Path(self.build_lib) / PACKAGE
+        _compiled["manifest_path"](target).unlink(missing_ok=True)
         try:
             super().run()
         except Exception as exc:  # a missing C compiler, a failed compile: keep the pure build
             _warn(f"compiling the engine failed: {type(exc).__name__}: {exc}")
             return
-        target.mkdir(parents=True, exist_ok=True)
         _compiled["write_manifest"](target, _HASHES)
 
 
@@ -85,8 +84,8 @@ def engine_extensions() -> list:  # list[setuptools.Extension]
         return []
     # relative to the checkout (setuptools runs here): mypyc names the compiled frames by these
     # paths, and jetbench/core/errors.py knows them as the engine's
-    paths = [(CORE / f"{m}.py").as_posix() for m in _compiled["COMPILED_MODULES"]]
-    _HASHES.update(_compiled["source_hashes"](ROOT / CORE))
+    paths = [_compiled["source_path"](PACKAGE, m).as_posix() for m in _compiled["COMPILED_MODULES"]]
+    _HASHES.update(_compiled["source_hashes"](ROOT / PACKAGE))
     try:
         return mypycify(paths, group_name=_compiled["GROUP_NAME"], target_dir=os.path.join("build", "mypyc"))
     except (Exception, SystemExit) as exc:  # mypy errors end mypycify with SystemExit

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from jetbench.core.compiled import COMPILED_MODULES
+from jetbench.core.compiled import COMPILED_MODULES, manifest_path, source_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,6 +49,7 @@ print(json.dumps({
     "kind": info.kind,
     "modules": list(info.modules),
     "queues": sys.modules["jetbench.core.queues"].__file__,
+    "collect_sink": sys.modules["jetbench.processors.collect_sink"].__file__,
     "dashboard": str(asset_path("dashboard.js")),
     "builder": str(asset_path("builder.js")),
     "total": sum(result),
@@ -85,11 +86,12 @@ def _probe(site: Path, tmp_path: Path, **env: str) -> dict[str, Any]:
 
 
 def test_the_wheel_holds_the_compiled_engine_and_the_widgets(wheel_dir: Path) -> None:
-    core = wheel_dir / "jetbench" / "core"
-    manifest = json.loads((core / "_compiled.json").read_text())
+    package = wheel_dir / "jetbench"
+    manifest = json.loads(manifest_path(package).read_text())
     assert set(manifest["modules"]) == set(COMPILED_MODULES)
     for name in COMPILED_MODULES:
-        assert list(core.glob(f"{name}.cpython-*.so")), f"{name} is not compiled in the wheel"
+        source = source_path(package, name)
+        assert list(source.parent.glob(f"{source.stem}.cpython-*.so")), f"{name} is not compiled in the wheel"
     for name in ("dashboard.js", "dashboard.css", "builder.js", "builder.css", "progress.js"):
         assert (wheel_dir / "jetbench" / "_static" / name).stat().st_size > 0, name
 
@@ -99,6 +101,7 @@ def test_the_unpacked_wheel_runs_its_compiled_engine(wheel_dir: Path, tmp_path: 
     assert str(seen["package"]).startswith(str(wheel_dir)), seen
     assert seen["kind"] == "compiled" and set(seen["modules"]) == set(COMPILED_MODULES)
     assert str(seen["queues"]).endswith(".so") and str(seen["queues"]).startswith(str(wheel_dir))
+    assert str(seen["collect_sink"]).endswith(".so") and str(seen["collect_sink"]).startswith(str(wheel_dir))
     assert str(seen["dashboard"]).startswith(str(wheel_dir / "jetbench" / "_static"))
     assert str(seen["builder"]).startswith(str(wheel_dir / "jetbench" / "_static"))
     assert seen["total"] == sum(range(1000))
@@ -108,4 +111,5 @@ def test_the_unpacked_wheel_runs_pure_when_asked(wheel_dir: Path, tmp_path: Path
     seen = _probe(wheel_dir, tmp_path, JETBENCH_PURE_PYTHON="1")
     assert seen["kind"] == "pure" and seen["modules"] == []
     assert str(seen["queues"]).endswith("queues.py")
+    assert str(seen["collect_sink"]).endswith("collect_sink.py")
     assert seen["total"] == sum(range(1000))

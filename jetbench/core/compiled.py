@@ -2,10 +2,12 @@
 
 How it works (issue 17 §3):
 
-* ``setup.py`` compiles `COMPILED_MODULES` with mypyc into extension modules placed *beside their
-  sources* (``jetbench/core/queues.cpython-311-x86_64-linux-gnu.so`` next to ``queues.py``, with
-  the one shared library ``_engine__mypyc...so`` they all load), and writes `MANIFEST`
-  (``_compiled.json``) there: the sha256 of each source it compiled. ``scripts/setup.sh`` does it
+* ``setup.py`` compiles `COMPILED_MODULES` (the engine's hot modules in ``jetbench/core`` and the
+  hot built-in processors in ``jetbench/processors``) with mypyc into extension modules placed
+  *beside their sources* (``jetbench/core/queues.cpython-311-x86_64-linux-gnu.so`` next to
+  ``queues.py``, ``jetbench/processors/transform.cpython-...so`` next to ``transform.py``, with the
+  one shared library ``jetbench/core/_engine__mypyc...so`` they all load), and writes `MANIFEST`
+  (``jetbench/core/_compiled.json``): the sha256 of each source it compiled. ``scripts/setup.sh`` does it
   in place in the checkout (which the editable install points at) whenever a source changed;
   a wheel build does it into the wheel. The built files are ignored by git.
 * Python's import system prefers an extension module to a source file in the same directory, so
@@ -18,9 +20,12 @@ How it works (issue 17 §3):
   ``scripts/setup.sh`` again); or when the compiled library does not load. `build_info` says
   which build is loaded, and why (``jetbench version`` prints it).
 
-Users subclass `jetbench.core.processor.Processor` in plain Python: ``processor.py`` is not
-compiled, and neither are the processors. A compiled class that plain Python code subclasses
-says so with ``@mypyc_attr(allow_interpreted_subclasses=True)`` (``Outbox``).
+Users subclass `jetbench.core.processor.Processor` in plain Python, and the built-in processors
+too (``EmittingProcessor``, ``TransformP``, ``CollectSinkP``, ...): every compiled class that plain
+Python code may subclass says so with ``@mypyc_attr(allow_interpreted_subclasses=True)``
+(`jetbench.core.native`), ``Processor``, ``Outbox`` and the compiled processors among them.
+A compiled function cannot carry attributes: the DAG builder's text of a library function is
+kept by `jetbench.processors.supplier.set_builder_code`, not on the function.
 
 This module is standard library only and runs on its own too (``setup.py`` and
 ``scripts/setup.sh`` read it without importing jetbench)::
@@ -42,27 +47,50 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-#: the modules of ``jetbench.core`` that setup.py compiles, in this package's directory
+#: the modules of ``jetbench`` that setup.py compiles, named relative to the package
+#: (``core.queues`` is ``jetbench/core/queues.py``)
 COMPILED_MODULES = (
-    "items",
-    "watermarks",
-    "queues",
-    "inbox",
-    "outbox",
-    "routing",
-    "tasklet",
-    "snapshot_tasklet",
-    "worker",
+    "core.items",
+    "core.watermarks",
+    "core.queues",
+    "core.inbox",
+    "core.outbox",
+    "core.routing",
+    "core.processor",
+    "core.tasklet",
+    "core.snapshot_tasklet",
+    "core.worker",
+    "processors.emitter",
+    "processors.transform",
+    "processors.aggregation",
+    "processors.items_source",
+    "processors.generator_source",
+    "processors.insert_watermarks",
+    "processors.collect_sink",
+    "processors.noop_sink",
+    "processors.latency_sink",
 )
 #: mypyc's group: the shared library of the compiled modules is ``jetbench/core/_engine__mypyc``
 GROUP_NAME = "jetbench.core._engine"
-#: written beside the compiled modules by setup.py: {"modules": {name: sha256 of its source}, ...}
+#: written by setup.py into ``jetbench/core``: {"modules": {name: sha256 of its source}, ...}
 MANIFEST = "_compiled.json"
 #: set to 1 (or true, yes) to run the engine interpreted even when a compiled build is there
 PURE_ENV = "JETBENCH_PURE_PYTHON"
 
 _HERE = Path(__file__).resolve().parent
-_PACKAGE = "jetbench.core"
+#: the ``jetbench`` package directory: `COMPILED_MODULES` are relative to it
+_ROOT = _HERE.parent
+_PACKAGE = "jetbench"
+
+
+def source_path(root: Path, module: str) -> Path:
+    """The source of ``module`` (a name in `COMPILED_MODULES`) under the package directory ``root``."""
+    return root.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def manifest_path(root: Path) -> Path:
+    """Where setup.py records the compiled build of the package directory ``root``."""
+    return root / "core" / MANIFEST
 
 
 @dataclass(frozen=True)
@@ -88,27 +116,30 @@ def source_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def source_hashes(directory: Path = _HERE) -> dict[str, str]:
-    """The sha256 of each compiled module's source in ``directory`` (setup.py, before compiling)."""
-    return {m: source_hash(directory / f"{m}.py") for m in COMPILED_MODULES}
+def source_hashes(root: Path = _ROOT) -> dict[str, str]:
+    """The sha256 of each compiled module's source under the package directory ``root`` (setup.py,
+    before compiling)."""
+    return {m: source_hash(source_path(root, m)) for m in COMPILED_MODULES}
 
 
-def write_manifest(directory: Path, hashes: dict[str, str]) -> Path:
-    """Record the sources compiled into ``directory`` (setup.py, after a successful compile)."""
+def write_manifest(root: Path, hashes: dict[str, str]) -> Path:
+    """Record the sources compiled into the package directory ``root`` (setup.py, after a
+    successful compile)."""
     manifest = {"ext_suffix": importlib.machinery.EXTENSION_SUFFIXES[0], "modules": hashes}
-    path = directory / MANIFEST
+    path = manifest_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(manifest, indent=1) + "\n")
     return path
 
 
-def pure_reason(directory: Path = _HERE, environ: dict[str, str] | None = None) -> str:
-    """Why the engine in ``directory`` must run interpreted; "" when its compiled build is usable
-    (present, for this interpreter, built from the sources there now)."""
+def pure_reason(root: Path = _ROOT, environ: dict[str, str] | None = None) -> str:
+    """Why the engine in the package directory ``root`` must run interpreted; "" when its compiled
+    build is usable (present, for this interpreter, built from the sources there now)."""
     env = os.environ if environ is None else environ
     if env.get(PURE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         return f"{PURE_ENV}={env[PURE_ENV]}"
     try:
-        manifest = json.loads((directory / MANIFEST).read_text())
+        manifest = json.loads(manifest_path(root).read_text())
     except FileNotFoundError:
         return "not compiled: no compiled build here (scripts/setup.sh builds it; it needs a C compiler)"
     except (OSError, ValueError) as exc:
@@ -117,29 +148,30 @@ def pure_reason(directory: Path = _HERE, environ: dict[str, str] | None = None) 
     if manifest.get("ext_suffix") != suffix:
         return f"not compiled for this interpreter (built for {manifest.get('ext_suffix')}, this one loads {suffix})"
     hashes = manifest.get("modules", {})
-    missing = [m for m in COMPILED_MODULES if m not in hashes or not (directory / f"{m}{suffix}").exists()]
+    missing = [m for m in COMPILED_MODULES
+               if m not in hashes or not source_path(root, m).with_suffix(suffix).exists()]
     if missing:
         return f"not compiled: {', '.join(missing)} missing from the build"
-    changed = [m for m in COMPILED_MODULES if source_hash(directory / f"{m}.py") != hashes[m]]
+    changed = [m for m in COMPILED_MODULES if source_hash(source_path(root, m)) != hashes[m]]
     if changed:
-        names = ", ".join(f"{m}.py" for m in changed)
+        names = ", ".join(source_path(Path(), m).as_posix() for m in changed)
         return f"stale build: {names} changed since compiled (run scripts/setup.sh)"
     return ""
 
 
 class _SourceFinder(importlib.abc.MetaPathFinder):
-    """Loads the compiled modules of ``jetbench.core`` from their ``.py`` sources."""
+    """Loads the compiled modules of ``jetbench`` from their ``.py`` sources."""
 
-    def __init__(self, directory: Path):
-        self.directory = directory
-        self.names = {f"{_PACKAGE}.{m}" for m in COMPILED_MODULES}
+    def __init__(self, root: Path):
+        self.root = root
+        self.names = {f"{_PACKAGE}.{m}": m for m in COMPILED_MODULES}
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None,
                   ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in self.names:
+        module = self.names.get(fullname)
+        if module is None:
             return None
-        source = self.directory / f"{fullname.rpartition('.')[2]}.py"
-        return importlib.util.spec_from_file_location(fullname, source)
+        return importlib.util.spec_from_file_location(fullname, source_path(self.root, module))
 
 
 _build: BuildInfo | None = None
@@ -157,7 +189,7 @@ def install() -> BuildInfo:
         except Exception as exc:
             reason = f"the compiled engine does not load: {type(exc).__name__}: {exc}"
     if reason:
-        sys.meta_path.insert(0, _SourceFinder(_HERE))
+        sys.meta_path.insert(0, _SourceFinder(_ROOT))
         _build = BuildInfo("pure", (), reason)
     else:
         _build = BuildInfo("compiled", COMPILED_MODULES)
@@ -179,9 +211,9 @@ def build_info() -> BuildInfo:
     return chosen
 
 
-if __name__ == f"{_PACKAGE}.compiled":  # imported first of all by jetbench/core/__init__.py
+if __name__ == f"{_PACKAGE}.core.compiled":  # imported first of all by jetbench/core/__init__.py
     install()
 elif __name__ == "__main__":  # the state of the build itself, whatever JETBENCH_PURE_PYTHON says
     why = pure_reason(environ={})
-    print(f"engine build in {_HERE}: " + (why or "compiled, up to date"))
+    print(f"engine build in {_ROOT}: " + (why or "compiled, up to date"))
     sys.exit(1 if why else 0)

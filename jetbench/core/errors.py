@@ -22,6 +22,7 @@ _ENGINE_PATHS = tuple(os.path.join(_PACKAGE_DIR, d) + os.sep for d in ("core", "
     # the compiled engine's frames: mypyc names them by the path it compiled, relative to the
     # checkout (setup.py), whatever directory the build is installed in
     "jetbench/core/",
+    "jetbench/processors/",
 )
 #: the pseudo-filenames of code jetbench generates (fused transforms), registered in linecache
 GENERATED_FILE_PREFIX = "<jetbench "

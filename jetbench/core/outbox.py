@@ -9,24 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any
 
 from .errors import JetbenchError
 from .items import Watermark
-
-_T = TypeVar("_T")
-
-
-def _no_mypyc_attr(*attrs: str, **kwattrs: object) -> Callable[[_T], _T]:
-    return lambda cls: cls
-
-
-# mypyc reads ``@mypyc_attr`` in the source when it compiles this module and leaves nothing of it
-# in the compiled class; interpreted, it does nothing, so mypy_extensions is not needed to run.
-try:
-    from mypy_extensions import mypyc_attr
-except ImportError:
-    mypyc_attr = _no_mypyc_attr
+from .native import mypyc_attr
 
 DEFAULT_OUTBOX_CAPACITY = 1024
 

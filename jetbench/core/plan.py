@@ -99,8 +99,8 @@ def _build_tasklets(
         for vertex in dag.vertices:
             lp = parallelism[vertex.name]
             for k in range(lp):
-                context = ProcessorContext(vertex.name, k, k, lp, lp, clock=clock, processing_guarantee=(
-                    "none" if snapshots is None else snapshots.guarantee))
+                context = _context_of(vertex, ProcessorContext(vertex.name, k, k, lp, lp, clock=clock,
+                                      processing_guarantee="none" if snapshots is None else snapshots.guarantee))
                 collectors = [c for _, c in sorted(outbound.get((vertex.name, k), []), key=lambda oc: oc[0])]
                 streams = sorted(inbound.get((vertex.name, k), []), key=lambda s: s.ordinal)
                 if snapshots is None:
@@ -126,6 +126,20 @@ def _build_tasklets(
                 _log.exception("closing %s after a failed job setup", t.name)
         raise
     return tasklets
+
+
+def _context_of(vertex: Vertex, context: ProcessorContext) -> ProcessorContext:
+    """The context an instance of ``vertex`` is given: ``context``, or what the vertex's supplier
+    makes of it when it has a ``processor_context(context)`` method (Spark's stage tasks give their
+    processors cluster-wide indices so: a compiled processor's methods cannot be replaced)."""
+    adjust = getattr(vertex.supplier, "processor_context", None)
+    if adjust is None:
+        return context
+    adjusted = adjust(context)
+    if not isinstance(adjusted, ProcessorContext):
+        raise DagError(f"vertex {vertex.name!r}: its supplier's processor_context() returned {adjusted!r}, "
+                       "not a ProcessorContext")
+    return adjusted
 
 
 def _new_processor(vertex: Vertex, index: int) -> Processor:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .clock import SYSTEM_CLOCK, Clock
+from .native import mypyc_attr
 
 if TYPE_CHECKING:
     from .inbox import Inbox
@@ -44,6 +45,7 @@ class ProcessorContext:
     processing_guarantee: str = "none"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (jetbench.core.compiled), subclassed in plain Python
 class Processor:
     """Base class of every processor; override what you need.
 

@@ -18,6 +18,8 @@ sinks                      `collect_sink`, `noop_sink`, `to_dict_sink`, `callbac
 =========================  ===========================================================
 """
 
+# first: jetbench.core chooses the engine's build (compiled or pure) before a compiled processor loads
+from .. import core as _core  # noqa: F401
 from .aggregate_operation import AggregateOperation, counting
 from .aggregation import (
     accumulate_by_key,

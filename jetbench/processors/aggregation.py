@@ -15,6 +15,7 @@ from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.items import BroadcastKey
+from ..core.native import mypyc_attr
 from .aggregate_operation import AggregateOperation, _identity, is_identity, require_operation
 from .builder_kind import (
     AGGREGATE_IMPORT,
@@ -37,6 +38,7 @@ from .supplier import ProcessorSupplier, made_by, set_builder_code
 _MISSING = object()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _KeyedEmitterP(EmittingProcessor):
     """Holds key -> accumulator and emits ``(key, finish(acc))`` pairs from ``complete()``.
 
@@ -122,6 +124,7 @@ class _KeyedEmitterP(EmittingProcessor):
                 groups[key] = value
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class AccumulateByKeyP(_KeyedEmitterP):
     """Stage 1 (or single stage with ``finish=True``): fold items into per-key accumulators.
 
@@ -170,6 +173,7 @@ class AccumulateByKeyP(_KeyedEmitterP):
             groups[key] = accumulate(create() if acc is _MISSING else acc, item)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CombineByKeyP(_KeyedEmitterP):
     """Stage 2: combine ``(key, accumulator)`` pairs from stage 1 and emit finished results."""
 
@@ -240,6 +244,7 @@ def global_aggregate(op: AggregateOperation) -> ProcessorSupplier:
 # -- in the Pipeline API ------------------------------------------------------------------------
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class AggregateSpec(StageSpec):
     """``stage.aggregate(op)``: one result over all items.
@@ -264,6 +269,7 @@ class AggregateSpec(StageSpec):
         planner.produce(node, Output(final, False))
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class GroupAggregateSpec(StageSpec):
     """``stage.group_by(key_fn).aggregate(op)``: ``(key, result)`` per key.

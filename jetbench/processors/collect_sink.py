@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..core.inbox import Inbox
+from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 from .builder_kind import Kind
 from .supplier import ProcessorSupplier, made_by
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CollectSinkP(Processor):
     """Collects every item into a list; the job's result is the lists of all instances joined.
 

@@ -7,6 +7,7 @@ from itertools import islice
 from typing import Any
 
 from ..core.items import Watermark
+from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 
@@ -75,6 +76,7 @@ class Emitter:
             self.pending.append((ordinal, items[n:]))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class EmittingProcessor(Processor):
     """Base of processors that emit through an `Emitter` (``self._emitter``).
 

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from ..core.clock import SYSTEM_CLOCK
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
+from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from .builder_kind import Kind, Param, Reader, none_if_empty
@@ -18,6 +19,7 @@ from .snapshotting import restored_position, save_position
 from .supplier import ProcessorSupplier, made_by
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GeneratorP(EmittingProcessor):
     """Jet's GeneratorP: emits items at ``rate_per_s`` (over all instances) on the wall clock.
 
@@ -111,13 +113,15 @@ class GeneratorP(EmittingProcessor):
 
 
 def generator_source(
-    rate_per_s: float,
+    rate_per_s: object,
     item_fn: Callable[[int], Any] | None = None,
     timestamped: bool = True,
-    count: int | None = None,
+    count: object = None,
 ) -> ProcessorSupplier:
     """A vertex supplier of `GeneratorP`: ``item_fn(seq)`` at ``rate_per_s`` items per second
-    over all instances, ``count`` of them in all (None: unbounded).
+    over all instances (a number > 0), ``count`` of them in all (an int >= 0; None: unbounded).
+    The numbers are taken as any object and checked here (compiled, a ``float`` parameter would
+    refuse a wrong type with a bare TypeError, not naming the argument).
 
     >>> generator_source(1000, count=10)
     generator(1000/s, count=10)

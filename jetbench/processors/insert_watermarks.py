@@ -48,6 +48,7 @@ from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.items import IDLE_MESSAGE, Watermark
+from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 from .builder_kind import Kind, Param, Reader, none_if_empty
@@ -59,6 +60,7 @@ from .supplier import ProcessorSupplier, made_by
 _first = itemgetter(0)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class InsertWatermarksP(Processor):
     """Timestamps items (``(ts_fn(item), item)``, or passes ``(ts, item)`` through when ``ts_fn``
     is None) and inserts limiting-lag watermarks throttled to ``throttle_frame``.
@@ -248,13 +250,15 @@ def _check_args(ts_fn: Any, allowed_lag: Any, throttle_frame: Any) -> None:
 
 def insert_watermarks(
     ts_fn: Callable[[Any], int | float] | None,
-    allowed_lag: int | float = 0,
-    throttle_frame: int = 1000,
+    allowed_lag: object = 0,
+    throttle_frame: object = 1000,
     idle_timeout_ms: int | float | None = 60_000,
 ) -> ProcessorSupplier:
     """A vertex supplier emitting ``(ts, item)`` pairs and limiting-lag watermarks.
 
-    ``ts_fn=None``: the input already consists of ``(ts, item)`` pairs.
+    ``ts_fn=None``: the input already consists of ``(ts, item)`` pairs. ``allowed_lag`` (ms, a
+    number >= 0) and ``throttle_frame`` (ms, an int > 0) are taken as any object and checked here,
+    so that a wrong one is named (compiled, an ``int`` parameter refuses it with a bare TypeError).
     """
     _check_args(ts_fn, allowed_lag, throttle_frame)
     return ProcessorSupplier(InsertWatermarksP, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms,
@@ -264,6 +268,7 @@ def insert_watermarks(
 # -- in the Pipeline API ------------------------------------------------------------------------
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class TimestampsSpec(StageSpec):
     """``stage.add_timestamps(ts_fn, allowed_lag)``: items become ``(ts, item)`` with watermarks.

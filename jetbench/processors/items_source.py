@@ -7,6 +7,7 @@ from itertools import islice
 from typing import Any, ClassVar
 
 from ..core.inbox import Inbox
+from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from .builder_kind import Kind, Param, Reader, eval_expr
@@ -15,6 +16,7 @@ from .snapshotting import restored_position, save_position
 from .supplier import ProcessorSupplier, made_by
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ItemsSourceP(EmittingProcessor):
     """Emits the items of an iterable in batches.
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from ..core.clock import SYSTEM_CLOCK
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
+from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 from .builder_kind import Kind, Param, Reader
@@ -23,6 +24,7 @@ from .supplier import ProcessorSupplier, made_by
 LATENCY_SAMPLE_LIMIT = 1_000_000
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LatencySinkP(Processor):
     """Records ``now_ms - ts`` for every ``(ts, item)``, with one clock read per batch.
 
@@ -39,7 +41,9 @@ class LatencySinkP(Processor):
 
     collects = True
 
-    def __init__(self, limit: int = LATENCY_SAMPLE_LIMIT, seed: int | None = None):
+    # the default is LATENCY_SAMPLE_LIMIT written out: compiled, a class whose defaults are all
+    # literals keeps its signature, which ProcessorSupplier reads (tests/core/test_compiled_build.py)
+    def __init__(self, limit: int = 1_000_000, seed: int | None = None):
         self.limit = limit
         self.samples: list[float] = []
         self.count = 0
@@ -92,7 +96,7 @@ class LatencySinkP(Processor):
             self.samples += samples[:max(0, self.limit - len(self.samples))]
 
 
-def latency_sink(limit: int = LATENCY_SAMPLE_LIMIT) -> ProcessorSupplier:
+def latency_sink(limit: object = LATENCY_SAMPLE_LIMIT) -> ProcessorSupplier:
     """A sink of ``(ts, item)`` events whose result is their end-to-end latency (one summary dict
     over all instances, see `summarize_latency`); ``limit`` samples are kept per instance."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:

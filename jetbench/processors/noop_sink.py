@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from ..core.inbox import Inbox
+from ..core.native import mypyc_attr
 from ..core.processor import Processor
 from .builder_kind import Kind
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class NoopSinkP(Processor):
     """Discards every item."""
 

@@ -92,11 +92,32 @@ def made_by(supplier: Any, processor: Any) -> bool:
 
 
 def set_builder_code(fn: Callable[..., Any], code: str) -> None:
-    """Give ``fn`` the text the DAG builder shows for it, its ``__jetbench_code__`` (``"x[0]"``)."""
-    setattr(fn, _BUILDER_CODE, code)
+    """Give the library function ``fn`` the text the DAG builder shows for it (``"x[0]"``), read
+    back by `builder_code`. Kept here, not on the function: a function compiled with mypyc
+    (`jetbench.core.compiled`) cannot carry attributes."""
+    _BUILDER_CODES[fn] = code
+
+
+def builder_code(fn: Any) -> str | None:
+    """The text the DAG builder shows for ``fn``: what `set_builder_code` gave a library function,
+    or the ``__jetbench_code__`` the builder's own functions carry; None for any other.
+
+    >>> from jetbench.processors.planning import pair_key
+    >>> builder_code(pair_key), builder_code(len)
+    ('x[0]', None)
+    """
+    try:
+        code = _BUILDER_CODES.get(fn)
+    except TypeError:  # unhashable callables have no entry
+        code = None
+    if code is None:
+        code = getattr(fn, _BUILDER_CODE, None)
+    return code if isinstance(code, str) else None
 
 
 _BUILDER_CODE = "__jetbench_code__"
+#: library function -> its builder text (a few module-level functions, alive as long as jetbench)
+_BUILDER_CODES: dict[Any, str] = {}
 
 
-__all__ = ["ProcessorSupplier", "made_by", "set_builder_code", "supplier"]
+__all__ = ["ProcessorSupplier", "builder_code", "made_by", "set_builder_code", "supplier"]

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from ..core.errors import BATCH, GENERATED_FILE_PREFIX, ITEM, JetbenchError, note_failing_item
 from ..core.inbox import Inbox
+from ..core.native import mypyc_attr
 from .builder_kind import Kind, Param, Read, Reader, parse_steps, steps_text
 from .emitter import EmittingProcessor
 from .planning import Output, Planner, PlanNode, StageSpec
@@ -28,6 +29,7 @@ def _note_failing_item(exc: Exception, batch: list[Any]) -> None:
     note_failing_item(exc, batch, BATCH)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TransformP(EmittingProcessor):
     """Applies a `Transform` to each inbox batch and emits the result to every outbound ordinal.
 
@@ -95,6 +97,7 @@ def flat_map_processor(fn: Callable[[Any], Iterable[Any]]) -> ProcessorSupplier:
     return transform_processor(Transform().flat_map(fn))
 
 
+@mypyc_attr(native_class=False)  # a plain class (pickled with a pipeline's functions)
 class Peek:
     """A ``peek`` stage as a map step: calls ``fn(item)`` and returns the item."""
 
@@ -118,6 +121,7 @@ class Peek:
 # -- in the Pipeline API ------------------------------------------------------------------------
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class StatelessSpec(StageSpec):
     """A map, filter, flat_map or peek stage: one step of a `Transform`.
@@ -155,24 +159,28 @@ class StatelessSpec(StageSpec):
         planner.produce(node, Output(target, source.timestamped))
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class MapSpec(StatelessSpec):
     kind: ClassVar[str] = MAP
     step: ClassVar[str] = MAP
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class FilterSpec(StatelessSpec):
     kind: ClassVar[str] = FILTER
     step: ClassVar[str] = FILTER
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class FlatMapSpec(StatelessSpec):
     kind: ClassVar[str] = FLAT_MAP
     step: ClassVar[str] = FLAT_MAP
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class PeekSpec(StatelessSpec):
     kind: ClassVar[str] = "peek"
@@ -182,6 +190,7 @@ class PeekSpec(StatelessSpec):
         return Peek(self.fn)
 
 
+@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
 @dataclass(frozen=True)
 class MergeSpec(StageSpec):
     """All items of several stages: a transform vertex with no step and one input per stage."""

@@ -28,7 +28,6 @@ from ._hash import stable_hash
 
 if TYPE_CHECKING:
     from ..core.inbox import Inbox
-    from ..core.outbox import Outbox
 
 __all__ = [
     "FEED_CHUNK",
@@ -212,18 +211,13 @@ class GlobalContextSupplier:
             self.merge_results = merge
 
     def __call__(self) -> Any:
-        processor = self.supplier()
-        if not isinstance(processor, Processor):
-            return processor  # the engine reports it, naming the vertex
-        init = processor.init
-        p, n = self.partition, self.partitions
+        return self.supplier()
 
-        def init_with_global_context(outbox: Outbox, context: ProcessorContext) -> None:
-            lp = context.local_parallelism
-            init(outbox, replace(context, global_index=p * lp + context.local_index, total_parallelism=n * lp))
-
-        processor.init = init_with_global_context  # type: ignore[method-assign]
-        return processor
+    def processor_context(self, context: ProcessorContext) -> ProcessorContext:
+        """What the engine gives each instance (`jetbench.core.plan`): the global index and total."""
+        lp = context.local_parallelism
+        return replace(context, global_index=self.partition * lp + context.local_index,
+                       total_parallelism=self.partitions * lp)
 
 
 @dataclass

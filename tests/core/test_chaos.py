@@ -104,6 +104,10 @@ class FlakyCalls:
 
     def __call__(self) -> Any:
         processor = self.supplier()
+        # a compiled processor's methods cannot be replaced on the instance (it has no __dict__):
+        # the same instance, re-made as a plain Python subclass of its class, whose methods can
+        if not hasattr(processor, "__dict__"):
+            processor = _patchable(type(processor))(processor)
         completed = False
 
         def through(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
@@ -125,6 +129,28 @@ class FlakyCalls:
         if name.startswith("__") or name == "supplier":
             raise AttributeError(name)
         return getattr(self.supplier, name)
+
+
+_PATCHABLE: dict[type, Callable[[Any], Any]] = {}
+
+
+def _patchable(cls: type) -> Callable[[Any], Any]:
+    """A function making a fresh instance of a plain Python subclass of ``cls`` (a compiled,
+    interpreted-subclassable processor class) that wraps ``processor``: every attribute it does
+    not have comes from ``processor``, and its methods call ``processor``'s."""
+    if cls not in _PATCHABLE:
+        def method(name: str) -> Callable[..., Any]:
+            return lambda self, *args: getattr(self._inner, name)(*args)
+
+        names = [n for n in dir(cls) if not n.startswith("__") and callable(getattr(cls, n, None))]
+        sub = type(f"Patchable{cls.__name__}", (cls,), {n: method(n) for n in names})
+
+        def make(processor: Any) -> Any:
+            wrapper = sub.__new__(sub)
+            wrapper.__dict__["_inner"] = processor
+            return wrapper
+        _PATCHABLE[cls] = make
+    return _PATCHABLE[cls]
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,7 @@ def test_a_source_restored_into_a_new_instance_emits_the_rest(make):
     while not p2.complete():
         out += box2.take_bucket()
     out += box2.take_bucket()
-    assert out == list(_inited(supplier).__dict__["_part"])
+    assert out == list(_inited(supplier)._part)
 
 
 def test_the_generator_restored_goes_on_from_its_next_sequence_number():

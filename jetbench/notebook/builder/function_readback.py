@@ -41,6 +41,7 @@ import types
 from typing import Any
 
 from ...processors.builder_kind import Unreadable
+from ...processors.supplier import builder_code
 from .code_text import is_expression
 
 _MISSING = object()
@@ -59,8 +60,8 @@ def function_code(fn: Any, args: tuple[str, ...] = ("x",), ns: dict[str, Any] | 
     ns = {} if ns is None else ns
     if fn is None or not callable(fn):
         raise Unreadable(f"{fn!r} is not a function")
-    code = getattr(fn, "__jetbench_code__", None)
-    if isinstance(code, str):
+    code = builder_code(fn)
+    if code is not None:
         own = tuple(getattr(fn, "__jetbench_args__", ("x",)))
         if asynchronous and not inspect.iscoroutinefunction(fn):
             raise Unreadable("a plain function where an async one is expected")
