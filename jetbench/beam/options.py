@@ -31,6 +31,8 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "max_restarts": (int, 3, "with a guarantee: restarts from the last snapshot before the job fails"),
     "snapshot_store": (str, None, "with a guarantee: the SQLite snapshot store's path (default: jetbench's own)"),
     "resume": (bool, False, "with a guarantee: go on from the snapshots a killed run of the same --job_name left"),
+    "merge_in_harness": (bool, False, "leave a lifted combine's accumulators to the merge step in the SDK harness "
+                         "rather than merging them in the grouping vertex as they arrive (for comparisons)"),
     "drain": (bool, False, "run as a drain: splittable DoFns truncate their restrictions (Beam's is_drain)"),
 }
 

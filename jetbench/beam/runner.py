@@ -54,7 +54,7 @@ class JetbenchRunner(PipelineRunner):
     """Runs Beam pipelines as jetbench jobs. Keyword arguments override the pipeline's
     `JetbenchOptions` (``cooperative_threads``, ``parallelism``, ``min_idle_us``,
     ``max_idle_us``, ``idle_strategy``, ``queue_size``, ``outbox_capacity``, ``processing_guarantee``, ``snapshot_interval_ms``,
-    ``max_restarts``, ``snapshot_store``, ``resume``, ``drain``)."""
+    ``max_restarts``, ``snapshot_store``, ``resume``, ``merge_in_harness``, ``drain``)."""
 
     def __init__(self, **settings: Any):
         unknown = sorted(set(settings) - set(SETTINGS))
@@ -114,7 +114,8 @@ class JetbenchRunner(PipelineRunner):
         with _lock:  # Beam's optimizer keeps module-level counters
             optimized = optimize(pipeline, bool(settings["drain"]))
         return translate(optimized, settings["parallelism"], settings["queue_size"],
-                         stable_keys=job_config(settings, "-") is not None)
+                         stable_keys=job_config(settings, "-") is not None,
+                         merge_combiners=not settings["merge_in_harness"])
 
 
 def _refuse_unsupported(pipeline: beam_runner_api_pb2.Pipeline) -> None:

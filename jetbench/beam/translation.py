@@ -17,7 +17,8 @@ Flatten             `FlattenP`, one inbound ordinal per input PCollection
 
 A combine is lifted by Beam's phase into Precombine (in the producing stage), a GroupByKey
 and Merge/ExtractOutputs (in the consuming stage): jetbench's two-stage aggregation shape,
-accumulate locally then combine after the partitioned edge.
+accumulate locally then combine after the partitioned edge. The GroupByKey vertex gets the
+combine's CombineFn and merges each key's accumulators as they arrive (`GroupByKeyP`).
 
 >>> import apache_beam as beam
 >>> from apache_beam.transforms import environments
@@ -36,10 +37,12 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from apache_beam.internal import pickler
 from apache_beam.portability import common_urns
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
 from apache_beam.runners.portability.fn_api_runner import translations
 from apache_beam.runners.worker import bundle_processor
+from apache_beam.transforms.core import CombineFn
 from apache_beam.utils import proto_utils
 
 from ..core.dag import DAG, Edge, Vertex
@@ -62,6 +65,7 @@ EXECUTABLE_STAGE = common_urns.executable_stage
 #: the transforms the runner implements itself; everything else is fused into stages
 KNOWN_RUNNER_URNS = frozenset([IMPULSE, FLATTEN, GROUP_BY_KEY])
 
+_MERGE_ACCUMULATORS = common_urns.combine_components.COMBINE_PER_KEY_MERGE_ACCUMULATORS.urn
 _INPUT_ID = "jetbench/read"
 _SIDE_INPUT_PATTERNS = frozenset([common_urns.side_inputs.ITERABLE.urn, common_urns.side_inputs.MULTIMAP.urn])
 
@@ -119,17 +123,20 @@ class BeamPlan:
 
 
 def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None = None,
-              queue_size: int | None = None, stable_keys: bool = False) -> BeamPlan:
+              queue_size: int | None = None, stable_keys: bool = False, merge_combiners: bool = True) -> BeamPlan:
     """The jetbench DAG of an optimized pipeline (see `optimize`). ``stable_keys`` (a job with a
     processing guarantee): partitioned edges route on `stable_key`, the same in every process,
-    rather than on the key bytes' salted hash."""
+    rather than on the key bytes' salted hash. ``merge_combiners``: the GroupByKey of a lifted
+    combine merges its accumulators (else the merge step in the harness does it all)."""
     key_of = stable_key_of if stable_keys else _key_of
     coders = PipelineCoders(optimized)
     collector = MonitoringCollector()
     dag = DAG()
     nodes: list[_Node] = []
-    for transform_id in _leaves(optimized):
-        nodes.append(_node(dag, optimized, transform_id, len(nodes) + 1, coders, collector, parallelism))
+    leaves = _leaves(optimized)
+    merges = _lifted_merges(optimized, leaves) if merge_combiners else {}
+    for transform_id in leaves:
+        nodes.append(_node(dag, optimized, transform_id, len(nodes) + 1, coders, collector, parallelism, merges))
     producers: dict[str, _Node] = {}
     for node in nodes:
         for pcoll in node.outputs:
@@ -213,8 +220,33 @@ def _inputs(t: beam_runner_api_pb2.PTransform) -> list[str]:
     return pcolls
 
 
+def _lifted_merges(pipeline: beam_runner_api_pb2.Pipeline, leaves: list[str]) -> dict[str, beam_runner_api_pb2.FunctionSpec]:
+    """PCollection (a GroupByKey's output) -> the CombineFn spec of the lifted combine's merge
+    step that is its only consumer."""
+    transforms = pipeline.components.transforms
+    readers: dict[str, int] = {}
+    for tid in leaves:
+        for pcoll in set(_inputs(transforms[tid])):
+            readers[pcoll] = readers.get(pcoll, 0) + 1
+    merges: dict[str, beam_runner_api_pb2.FunctionSpec] = {}
+    for tid in leaves:
+        t = transforms[tid]
+        if t.spec.urn != EXECUTABLE_STAGE:
+            continue
+        stage = beam_runner_api_pb2.ExecutableStagePayload.FromString(t.spec.payload)
+        if readers.get(stage.input) != 1:
+            continue
+        for inner in stage.transforms:
+            step = stage.components.transforms[inner]
+            if step.spec.urn == _MERGE_ACCUMULATORS and list(step.inputs.values()) == [stage.input]:
+                payload = beam_runner_api_pb2.CombinePayload.FromString(step.spec.payload)
+                merges[stage.input] = payload.combine_fn
+    return merges
+
+
 def _node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, transform_id: str, index: int,
-          coders: PipelineCoders, collector: MonitoringCollector, parallelism: int | None) -> _Node:
+          coders: PipelineCoders, collector: MonitoringCollector, parallelism: int | None,
+          merges: dict[str, beam_runner_api_pb2.FunctionSpec]) -> _Node:
     t = pipeline.components.transforms[transform_id]
     urn = t.spec.urn
     if urn == IMPULSE:
@@ -232,8 +264,10 @@ def _node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, transform_id: str, i
         (inp,) = t.inputs.values()
         (out,) = t.outputs.values()
         routes = PCollectionRoutes()
+        merge = merges.get(out)
+        merge_fn = None if merge is None else pickler.dumps(CombineFn.from_runner_api(merge, coders.context))
         supplier = ProcessorSupplier(GroupByKeyP, coders.windowed_coder(inp), coders.windowed_coder(out),
-                                     coders.windowing(inp), out, routes)
+                                     coders.windowing(inp), out, routes, merge_fn)
         v = dag.new_vertex(f"group-{index} {t.unique_name}", supplier, parallelism)
         return _Node(v, "group_by_key", [(inp, "keyed")], [out], routes, [t.unique_name])
     if urn == EXECUTABLE_STAGE:

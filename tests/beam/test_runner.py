@@ -118,6 +118,51 @@ def test_combine_is_lifted_into_two_stages(runner):
     assert edge.routing.value == "partitioned"
 
 
+class _Mean(beam.CombineFn):
+    """A mean whose accumulator is a (sum, count) pair; refuses to work before ``setup``."""
+
+    def setup(self):
+        self.ready = True
+
+    def create_accumulator(self):
+        return 0, 0
+
+    def add_input(self, acc, x):
+        assert self.ready
+        return acc[0] + x, acc[1] + 1
+
+    def merge_accumulators(self, accs):
+        assert self.ready
+        sums, counts = zip(*accs, strict=True)
+        return sum(sums), sum(counts)
+
+    def extract_output(self, acc):
+        return acc[0] / acc[1] if acc[1] else float("nan")
+
+
+@pytest.mark.parametrize("in_harness", [False, True], ids=["merged-in-grouping", "merged-in-harness"])
+def test_a_lifted_combine_merges_its_accumulators_in_the_grouping_vertex(in_harness):
+    """Many bundles precombine the same keys: the GroupByKey of the lifted combine merges each
+    key's accumulators as they arrive (jetbench's two-stage aggregation), unless told to leave
+    them to the harness; the results are the same either way."""
+    pairs = [(f"k{n % 7}", n) for n in range(20_000)]
+    runner = JetbenchRunner(cooperative_threads=2, merge_in_harness=in_harness, queue_size=4)
+    p = beam.Pipeline(runner=runner)
+    numbers = p | beam.Create(pairs)
+    sums = numbers | "Sum" >> beam.CombinePerKey(sum)
+    means = numbers | "Mean" >> beam.CombinePerKey(_Mean())
+    expected_sums = {f"k{k}": sum(n for n in range(20_000) if n % 7 == k) for k in range(7)}
+    counts = {f"k{k}": sum(1 for n in range(20_000) if n % 7 == k) for k in range(7)}
+    assert_that(sums, equal_to(list(expected_sums.items())), label="sums")
+    assert_that(means, equal_to([(k, expected_sums[k] / counts[k]) for k in counts]), label="means")
+    result = p.run()
+    assert result.wait_until_finish() == PipelineState.DONE
+    groups = [t for t in result.job.metrics().tasklets if t.vertex.endswith(("Sum/Group", "Mean/Group"))]
+    assert len(groups) == 4  # two groupings, two instances each
+    merges = sum(t.processor_metrics["accumulator_merges"] for t in groups)
+    assert (merges == 0) if in_harness else (merges >= 14)  # each key merged at least once, in each
+
+
 def test_side_inputs(runner):
     with beam.Pipeline(runner=runner) as p:
         factor = p | "factor" >> beam.Create([10])
