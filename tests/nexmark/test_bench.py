@@ -29,6 +29,7 @@ def test_every_query_on_tiny_input_equals_the_loop():
         assert q["results"] == q["loop_results"] == len(REFERENCE[q["query"]](events, config))
         assert q["jetbench_events_per_s"] > 0 and q["loop_events_per_s"] > 0
         assert q["ratio"] == pytest.approx(q["jetbench_events_per_s"] / q["loop_events_per_s"])
+        assert q["cpu_ratio"] == pytest.approx(q["loop_cpu_s"] / q["jetbench_cpu_s"]) and q["loop_cpu_s"] > 0
         assert len(q["digest"]) == 16
     assert report.query(5)["flink_per_core"] == 22_000 and report.query(11)["flink_per_core"] is None
     assert report.extra["cooperative_threads"] == 1 and report.extra["engine_build"] in ("compiled", "pure", "mixed")
