@@ -278,14 +278,14 @@ class FlatMapStatefulP(Processor):
             cell.key = key
             cell.time = pairs[-1][0]
             if entry is None:
+                state = timer = None
                 cell.state, cell.timer = self.create_fn(), None
-                results = fn_all(cell, pairs)
-                self._store(key, None, cell)
             else:
                 state, timer = cell.state, cell.timer = entry[0], entry[1]
-                results = fn_all(cell, pairs)
-                if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] == 0):
-                    self._store(key, entry, cell)
+            results = fn_all(cell, pairs)
+            # store a new key, or a key whose state was replaced or whose timer moved
+            if entry is None or cell.state is not state or cell.timer != timer or (timer is not None and entry[2] == 0):
+                self._store(key, entry, cell)
             if results:
                 out += results
         return out
