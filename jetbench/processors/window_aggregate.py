@@ -436,6 +436,9 @@ class SessionWindowP(Processor):
         self.gap = gap
         #: key -> sessions ``[start, end, acc]`` sorted by start, disjoint and not touching.
         self.sessions: dict[Hashable, list[list[Any]]] = {}
+        #: key -> its last session (``sessions[key][-1]``, the same list): the in-order path
+        #: reads it with one lookup and no hop through the key's list of sessions
+        self._last: dict[Hashable, list[Any]] = {}
         # (end, seq, key): at least one entry per key, with end <= its earliest session's end
         self._deadlines: list[tuple[Any, int, Hashable]] = []
         self._seq = 0
@@ -471,8 +474,9 @@ class SessionWindowP(Processor):
             if current is None:
                 sessions[key] = ss
             else:
-                sessions[key] = self._merge_sessions(sorted(current + ss, key=_start))
+                sessions[key] = ss = self._merge_sessions(sorted(current + ss, key=_start))
                 self._merged.add(key)
+            self._last[key] = ss[-1]
 
     def _merge_sessions(self, ss: list[list[Any]]) -> list[list[Any]]:
         combine = self.op.combine
@@ -506,7 +510,8 @@ class SessionWindowP(Processor):
     # -- input ----------------------------------------------------------------------------------
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        sessions = self.sessions
+        sessions, tails = self.sessions, self._last
+        tail = tails.get
         gap = self.gap
         last_wm = self._last_wm
         key_fn = self.key_fn
@@ -521,22 +526,25 @@ class SessionWindowP(Processor):
                 late += 1
                 continue
             key = None if key_fn is None else key_fn(item)
-            ss = sessions.get(key)
-            if ss is None:
-                sessions[key] = [[ts, end, accumulate(create(), item)]]
+            last = tail(key)
+            if last is None:
+                tails[key] = last = [ts, end, accumulate(create(), item)]
+                sessions[key] = [last]
                 self._seq += 1
                 push(deadlines, (end, self._seq, key))
                 continue
-            last = ss[-1]
             if ts >= last[0]:  # in-order fast path: only the last session can be touched
                 if ts <= last[1]:
                     if end > last[1]:
                         last[1] = end
                     last[2] = accumulate(last[2], item)
                 else:  # not the earliest session: the key's deadline entry already covers it
-                    ss.append([ts, end, accumulate(create(), item)])
+                    tails[key] = last = [ts, end, accumulate(create(), item)]
+                    sessions[key].append(last)
                 continue
+            ss = sessions[key]
             self._insert(key, ss, ts, end, item)
+            tails[key] = ss[-1]
         if late:
             self.late_events_dropped += late
 
@@ -604,6 +612,7 @@ class SessionWindowP(Processor):
                 n += 1
             if n == len(ss):
                 del sessions[key]
+                del self._last[key]
             else:
                 del ss[:n]
                 self._deadline(ss[0][1], key)

@@ -357,3 +357,14 @@ def test_whole_batch_folding_equals_item_by_item(gaps, size, lag, drive_args):
     assert fast.folds_batches and not slow.folds_batches
     assert drive(fast, steps, *drive_args) == drive(slow, steps, *drive_args)
     assert fast.late_events_dropped == slow.late_events_dropped
+
+
+@_SETTINGS
+@given(steps=scenarios(), gap=st.integers(1, 50), keyed=st.booleans(), drive_args=_DRIVE)
+def test_session_last_of_each_key_is_its_latest_session(steps, gap, keyed, drive_args):
+    """The in-order path's shortcut to each key's last session stays that session, through
+    merges, out-of-order inserts and closes (``complete=False``: some sessions stay open)."""
+    p = SessionWindowP(key0 if keyed else None, OPS["sum"], gap)
+    drive(p, steps, *drive_args, complete=False)
+    assert p._last.keys() == p.sessions.keys()
+    assert all(p._last[k] is ss[-1] for k, ss in p.sessions.items())
