@@ -164,14 +164,17 @@ class FlatMapStatefulP(Processor):
             entry = self.keys[key] = [state, None, 0]
         else:
             entry[0] = state
-        if timer != entry[1] or (timer is not None and entry[2] == 0):
+        old = entry[1]
+        if timer != old or (timer is not None and entry[2] == 0):
             entry[1] = timer
             if timer is None:
                 entry[2] = 0
-            else:
+            elif entry[2] == 0 or timer < old:
                 self._seq += 1
                 entry[2] = self._seq
                 heapq.heappush(self._timers, (timer, self._seq, key))
+            # else: a timer moved later keeps its heap entry, which is pushed again at the
+            # new time when it comes up (`_fire_due`): one push per firing, not one per move
 
     def _item(self, ts: Any, item: Any, out: list[Any]) -> None:
         key = self.key_fn(item)
@@ -194,7 +197,12 @@ class FlatMapStatefulP(Processor):
             _, seq, key = heapq.heappop(timers)
             entry = get(key)
             if entry is None or entry[2] != seq:
-                continue  # stale: the key's timer moved or the key is gone
+                continue  # stale: the key's timer moved earlier or was cancelled, or the key is gone
+            if entry[1] != t:  # the timer moved later since this entry was pushed: push it there
+                self._seq += 1
+                entry[2] = self._seq
+                heapq.heappush(timers, (entry[1], self._seq, key))
+                continue
             cell.key, cell.time, cell.state, cell.timer = key, t, entry[0], None
             entry[1], entry[2] = None, 0
             if on_timer is None:

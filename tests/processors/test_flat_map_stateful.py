@@ -339,3 +339,43 @@ def test_the_batch_form_is_checked():
         flat_map_stateful(key_of, int, total_to_limit, fn_all=3)
     with pytest.raises(JetbenchError, match="sorted_input"):
         FlatMapStatefulSpec(key_of, int, total_to_limit, sorted_input=True, fn_all=total_to_limit_all)
+
+
+def test_timers_moved_later_or_earlier_fire_once_at_their_last_time():
+    """A model check of the timers: each item sets its key's timer to a time it carries (later,
+    earlier, or None to cancel); a watermark fires every timer below it, in order of time, once.
+    (A timer moved later keeps its heap entry until it comes up: that must not show.)"""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    def set_timer(k, x):
+        k.timer = x[1]
+        return None
+
+    def fired(k):
+        return [(k.key, k.time)]
+
+    item = st.tuples(st.integers(0, 5), st.tuples(st.sampled_from("abcd"), st.one_of(st.none(), st.integers(0, 60))))
+    steps_strategy = st.lists(st.one_of(st.lists(item, min_size=1, max_size=6), st.integers(0, 70).map(Watermark)),
+                              max_size=12)
+
+    @settings(max_examples=300, deadline=None)
+    @given(steps_strategy)
+    def check(steps):
+        timers, expected = {}, []
+        for step in steps:
+            if isinstance(step, Watermark):
+                due = sorted((t, k) for k, t in timers.items() if t is not None and t < step.timestamp)
+                expected += [(k, t) for t, k in due]
+                for _, k in due:
+                    del timers[k]
+            else:
+                for _, (k, t) in step:
+                    timers[k] = t
+        expected += [(k, t) for t, k in sorted((t, k) for k, t in timers.items() if t is not None)]
+        got = drive(FlatMapStatefulP(key_of, int, set_timer, fired), steps)[0]
+        assert sorted(r for rs in got.values() for _, r in rs) == sorted(expected)
+        times = [r[1] for rs in got.values() for _, r in rs]
+        assert len(times) == len(expected)
+
+    check()
