@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import tempfile
 import time
@@ -22,15 +21,12 @@ from collections import Counter
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
+# benchmarks/ is on sys.path when run as a script
+from beam_combine import corpus
+
 from jetbench.beam import JetbenchRunner
 
 GUARANTEES = ("none", "at_least_once", "exactly_once")
-
-
-def corpus(lines: int, distinct: int = 5000, seed: int = 1) -> list[str]:
-    rng = random.Random(seed)
-    vocabulary = [f"w{i}" for i in range(distinct)]
-    return [" ".join(rng.choice(vocabulary) for _ in range(10)) for _ in range(lines)]
 
 
 def run_once(guarantee: str, text: list[str], expected: list[tuple[str, int]], interval_ms: int) -> tuple[float, int]:
@@ -53,7 +49,7 @@ def main() -> None:
     parser.add_argument("--interval-ms", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    text = corpus(args.lines)
+    text = corpus(args.lines, 5000)
     expected = list(Counter(word for line in text for word in line.split()).items())
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     times: dict[str, list[float]] = {g: [] for g in GUARANTEES}

@@ -20,7 +20,6 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
-from apache_beam.transforms import userstate
 from apache_beam.utils.windowed_value import WindowedValue
 
 from jetbench.beam import BeamRunnerError, JetbenchRunner
@@ -32,6 +31,8 @@ from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
 from jetbench.core.snapshot_store import SnapshotStore
 from jetbench.core.snapshot_tasklet import restore_inbox
+
+from .test_runner import _CountThenFlush  # user state and an event-time timer
 
 ROOT = Path(__file__).resolve().parents[2]
 GUARANTEES = ["exactly_once", "at_least_once"]
@@ -113,24 +114,6 @@ def test_a_dofn_failing_once_after_a_group_by_key_restarts_from_a_snapshot(tmp_p
     _check_restarted_once(p.run(), tmp_path)
 
 
-_COUNT = userstate.CombiningValueStateSpec("count", sum)
-_FLUSH = userstate.TimerSpec("flush", userstate.TimeDomain.WATERMARK)
-_TOTAL_PARAM = beam.DoFn.StateParam(_COUNT)
-_FLUSH_PARAM = beam.DoFn.TimerParam(_FLUSH)
-
-
-class _SumThenFlush(beam.DoFn):
-    """User state and an event-time timer: a key's values summed in state, emitted by the timer."""
-
-    def process(self, kv, total=_TOTAL_PARAM, flush=_FLUSH_PARAM):
-        total.add(kv[1])
-        flush.set(100)
-
-    @userstate.on_timer(_FLUSH)
-    def on_flush(self, key=beam.DoFn.KeyParam, total=_TOTAL_PARAM):
-        yield key, total.read()
-
-
 @pytest.mark.parametrize("guarantee", GUARANTEES)
 def test_state_timers_side_inputs_and_combine_survive_a_failure(tmp_path, guarantee):
     """A stateful stage (user state, a timer) fed through a slow stage that fails once, a side
@@ -144,7 +127,7 @@ def test_state_timers_side_inputs_and_combine_survive_a_failure(tmp_path, guaran
                                                     pause=0.0005))
                | beam.Map(lambda n, off: n + off, off=beam.pvalue.AsSingleton(offset)))
     keyed = shifted | beam.Map(lambda n: (f"k{n % 30}", n))
-    summed = keyed | "Stateful" >> beam.ParDo(_SumThenFlush())
+    summed = keyed | "Stateful" >> beam.ParDo(_CountThenFlush())
     combined = keyed | beam.CombinePerKey(sum)
     both = (summed, combined) | beam.Flatten()
     expected = Counter()
@@ -225,15 +208,14 @@ _CHILD = textwrap.dedent("""\
 
 
 def _wait_for_line(child: subprocess.Popen[str], timeout: float) -> list[str]:
-    import selectors
+    """The words of the child's next line of output (killing it if none comes in time)."""
+    import select
 
-    assert child.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(child.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            child.kill()
-            raise AssertionError(f"the child printed nothing within {timeout} s")
-        return child.stdout.readline().split()
+    readable, _, _ = select.select([child.stdout], [], [], timeout)
+    if not readable:
+        child.kill()
+        raise AssertionError(f"the child printed nothing within {timeout} s")
+    return child.stdout.readline().split()  # type: ignore[union-attr]
 
 
 def _user_state_saved(store: SnapshotStore, after: int, pending_groups: bool) -> bool:
@@ -349,6 +331,16 @@ def _saved(g: GroupByKeyP, outbox: Outbox) -> list[Any]:
     return entries + outbox.take_snapshot()
 
 
+def _restored_and_emitted(entries: list[Any]) -> list[Any]:
+    """What a new grouping instance restored from ``entries`` emits."""
+    restored, box = _grouping(1)
+    restored.restore_from_snapshot(restore_inbox(entries))
+    got = []
+    while not restored.complete():
+        got += _emitted(box, restored.output_coder)
+    return got + _emitted(box, restored.output_coder)
+
+
 def _pairs(values: dict[str, list[int]]) -> list[tuple[bytes, WindowedValue]]:
     return [(k.encode(), WindowedValue((k, v), 0, ())) for k, vs in values.items() for v in vs]
 
@@ -359,13 +351,7 @@ def test_the_grouping_saves_its_groups_under_stable_keys_and_a_new_instance_emit
     g.process(0, restore_inbox(_pairs(groups)))
     entries = _saved(g, outbox)
     assert len(entries) == 600 and all(key == stable_key(kb) for key, (kb, _) in entries)
-    restored, box = _grouping(1)
-    restored.restore_from_snapshot(restore_inbox(entries))
-    got = []
-    while not restored.complete():
-        got += _emitted(box, restored.output_coder)
-    got += _emitted(box, restored.output_coder)
-    assert sorted(got) == sorted(groups.items())
+    assert sorted(_restored_and_emitted(entries)) == sorted(groups.items())
 
 
 def test_the_grouping_saved_while_it_emits_hands_over_its_pending_output_then_saves_the_rest():
@@ -377,13 +363,7 @@ def test_the_grouping_saved_while_it_emits_hands_over_its_pending_output_then_sa
     entries = _saved(g, outbox)  # the pending chunk goes out first ...
     before += _emitted(outbox, g.output_coder)
     assert len(before) == 512 and len(entries) == 88  # ... then the 88 keys never taken are saved
-    restored, box = _grouping(1)
-    restored.restore_from_snapshot(restore_inbox(entries))
-    after = []
-    while not restored.complete():
-        after += _emitted(box, restored.output_coder)
-    after += _emitted(box, restored.output_coder)
-    assert sorted(before + after) == sorted(groups.items())  # every key once
+    assert sorted(before + _restored_and_emitted(entries)) == sorted(groups.items())  # every key once
 
 
 def test_the_impulse_saves_whether_it_has_impulsed():
@@ -444,7 +424,7 @@ def test_state_saved_at_one_parallelism_is_refused_at_another(tmp_path):
     from jetbench.beam.stage import ExecutableStageP
 
     p = beam.Pipeline(runner=JetbenchRunner(parallelism=2))
-    _ = p | beam.Create([("k", 1)]) | "Stateful" >> beam.ParDo(_SumThenFlush())
+    _ = p | beam.Create([("k", 1)]) | "Stateful" >> beam.ParDo(_CountThenFlush())
     plan = JetbenchRunner.explain(p, parallelism=2, processing_guarantee="exactly_once")
     (vertex,) = [v for v in plan.dag.vertices if "Stateful" in v.name]
     stage = vertex.supplier()  # a new instance
