@@ -37,9 +37,11 @@ VALIDATES_RUNNER_MODULES = (
 #: test node id (its tail) -> why JetbenchRunner does not pass it
 KNOWN_FAILURES: dict[str, str] = {
     "DeduplicateTest::test_deduplication_in_different_windows":
-        "uses TestStream, which the runner refuses up front (UnsupportedBeamFeature)",
+        "uses TestStream, which the runner refuses up front (UnsupportedBeamFeature): the runner is batch, "
+        "its groupings and timers fire when their input ends, not as a watermark advances",
     "SideInputsTest::test_multi_triggered_gbk_side_input":
-        "uses TestStream, which the runner refuses up front (UnsupportedBeamFeature)",
+        "uses TestStream, which the runner refuses up front (UnsupportedBeamFeature), to fire a processing-time "
+        "trigger repeatedly; the runner is batch: a grouping fires once, when its input ends",
 }
 
 _MARKERS = (
