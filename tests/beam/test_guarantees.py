@@ -437,3 +437,22 @@ def test_state_saved_at_one_parallelism_is_refused_at_another(tmp_path):
             stage.restore_from_snapshot(restore_inbox([(0, saved)]))
     finally:
         stage.close()
+
+
+def test_flatten_hands_over_its_pending_output_before_the_barrier():
+    from jetbench.beam.flatten import FlattenP
+
+    routes = PCollectionRoutes()
+    routes.add("out", 0)
+    flatten, outbox = FlattenP("out", routes), Outbox(ordinal_count=1, capacity=1)
+    flatten.init(outbox, _context())
+    flatten.process(0, restore_inbox([b"c1", b"c2", b"c3"]))  # one fits the outbox; the rest is held
+    assert outbox._buckets[0] == [b"c1"]
+    assert not flatten.save_to_snapshot()  # not saved while output is pending ...
+    sent = list(outbox._buckets[0])
+    outbox._buckets[0].clear()
+    while not flatten.save_to_snapshot():
+        sent += outbox._buckets[0]
+        outbox._buckets[0].clear()
+    sent += outbox._buckets[0]
+    assert sent == [b"c1", b"c2", b"c3"] and outbox.take_snapshot() == []  # ... and saves nothing
