@@ -446,13 +446,15 @@ def test_flatten_hands_over_its_pending_output_before_the_barrier():
     routes.add("out", 0)
     flatten, outbox = FlattenP("out", routes), Outbox(ordinal_count=1, capacity=1)
     flatten.init(outbox, _context())
-    flatten.process(0, restore_inbox([b"c1", b"c2", b"c3"]))  # one fits the outbox; the rest is held
-    assert outbox._buckets[0] == [b"c1"]
-    assert not flatten.save_to_snapshot()  # not saved while output is pending ...
+    inbox = restore_inbox([b"c1", b"c2", b"c3"])
+    flatten.process(0, inbox)  # c1 fits the outbox, c2 is held, c3 stays in the inbox
     sent = list(outbox._buckets[0])
     outbox._buckets[0].clear()
-    while not flatten.save_to_snapshot():
-        sent += outbox._buckets[0]
-        outbox._buckets[0].clear()
+    flatten.process(0, inbox)  # c2 goes out, c3 is taken and held: the inbox is empty, c3 pending
+    assert not inbox and outbox._buckets[0] == [b"c2"]
+    assert not flatten.save_to_snapshot()  # a barrier now: c3 must go out first
     sent += outbox._buckets[0]
-    assert sent == [b"c1", b"c2", b"c3"] and outbox.take_snapshot() == []  # ... and saves nothing
+    outbox._buckets[0].clear()
+    assert flatten.save_to_snapshot()
+    sent += outbox._buckets[0]
+    assert sent == [b"c1", b"c2", b"c3"] and outbox.take_snapshot() == []  # ... and nothing is saved
