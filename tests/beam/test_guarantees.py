@@ -458,3 +458,55 @@ def test_flatten_hands_over_its_pending_output_before_the_barrier():
     assert flatten.save_to_snapshot()
     sent += outbox._buckets[0]
     assert sent == [b"c1", b"c2", b"c3"] and outbox.take_snapshot() == []  # ... and nothing is saved
+
+
+def _stage_instance(plan: Any, step: str, outbox: Outbox) -> Any:
+    """A new instance of the stage vertex that runs Beam step ``step``, initialised."""
+    (vertex,) = [v for v in plan.dag.vertices if step in plan.vertices[v.name][1]]
+    stage = vertex.supplier()
+    stage.init(outbox, ProcessorContext(vertex.name, 0, 0, 1, 1, processing_guarantee="exactly_once"))
+    return stage
+
+
+def test_a_stage_saves_its_held_main_input_and_partial_side_input_and_a_new_instance_goes_on():
+    """Main input that came before the side input was complete is held; a snapshot then saves it
+    and the side input received so far; a new instance restored from it, given the rest of the
+    side input, emits what the first would have."""
+    from apache_beam.runners.common import ENCODED_IMPULSE_VALUE
+    from apache_beam.transforms.window import GlobalWindows
+
+    from jetbench.beam.coding import encode_all
+
+    p = beam.Pipeline()
+    side = p | "Side" >> beam.Create([10, 20, 30])
+    _ = (p | "Main" >> beam.Create([("a", 1), ("b", 2)], reshuffle=False)
+         | "AddSide" >> beam.Map(lambda kv, s: (kv[0], kv[1] + sum(s)), s=beam.pvalue.AsList(side))
+         | beam.GroupByKey())
+    plan = JetbenchRunner.explain(p, parallelism=1, processing_guarantee="exactly_once")
+    outbox = Outbox(ordinal_count=1, capacity=100)
+    stage = _stage_instance(plan, "AddSide", outbox)
+    (side_spec,) = stage.spec.side_inputs
+    main = ENCODED_IMPULSE_VALUE  # the stage starts with Create's expansion of the impulse
+    side_chunks = [encode_all([GlobalWindows.windowed_value(v)], side_spec.windowed_coder) for v in (10, 20, 30)]
+    try:
+        stage.process(side_spec.ordinal, restore_inbox(side_chunks[:2]))
+        stage.process(0, restore_inbox([main]))  # held: the side input is not complete
+        assert outbox._buckets[0] == []
+        assert stage.save_to_snapshot()
+        (entry,) = outbox.take_snapshot()
+    finally:
+        stage.close()
+    assert entry[0] == 0 and entry[1]["held"] == [main]
+    assert entry[1]["side_chunks"] == {(side_spec.transform_id, side_spec.tag): side_chunks[:2]}
+
+    outbox = Outbox(ordinal_count=1, capacity=100)
+    restored = _stage_instance(plan, "AddSide", outbox)
+    try:
+        restored.restore_from_snapshot(restore_inbox([entry]))
+        restored.process(side_spec.ordinal, restore_inbox(side_chunks[2:]))
+        assert restored.complete_edge(side_spec.ordinal)
+        assert restored.try_process()  # runs the held main input, now that the side input is whole
+        assert restored.complete()
+    finally:
+        restored.close()
+    assert sorted(wv.value for _, wv in outbox._buckets[0]) == [("a", 61), ("b", 62)]
