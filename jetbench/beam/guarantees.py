@@ -13,7 +13,9 @@ groups, side inputs, user state and timers, and so what a pipeline computes (exa
 to a failure-free run; at-least-once: elements after the last snapshot may be counted again).
 What a DoFn does outside Beam's model is not: a DoFn run in a bundle after the last snapshot runs
 again after the restore, so its side effects (a file it appends to, a request it sends) happen
-again, and Beam's metrics count the bundles of every attempt (attempted, not committed, values).
+again. Beam's metrics keep both: attempted values count the bundles of every attempt, committed
+values (each stage instance's metrics are saved with its state and restored with it) those of the
+run that counts: with exactly-once, a failure-free run's.
 Beam's own file sinks (``WriteToText``) write each bundle to a new temporary file and keep only the
 files listed in the pipeline's data, so their output is exactly-once.
 

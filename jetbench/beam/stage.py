@@ -25,7 +25,8 @@ an edge partitioned on the encoded key bytes, so each instance holds the state o
 In a job with a processing guarantee a stage saves its state between two bundles (a bundle runs
 whole inside one call, so the bundle open when a barrier comes finishes first, its output ahead
 of the barrier): the main input held for side inputs, the side inputs (received and committed),
-its state servicer's contents (user state and side inputs, as encoded bytes) and the timers set,
+its state servicer's contents (user state and side inputs, as encoded bytes), the timers set and
+its committed Beam metrics (see `MonitoringCollector`),
 under the instance's index; the keyed edge into a stateful stage then routes on `stable_key`, so
 a new process resuming the job sends each key to the instance that holds its state (at the same
 parallelism: another is refused with an error naming the vertex). Bundles that ask for
@@ -43,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from apache_beam.coders.coder_impl import create_OutputStream
-from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2
+from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2, metrics_pb2
 from apache_beam.runners.portability.fn_api_runner import worker_handlers
 from apache_beam.runners.portability.fn_api_runner.execution import WindowGroupingBuffer
 
@@ -133,6 +134,8 @@ class ExecutableStageP(Processor):
         self._worker = worker_handlers.EmbeddedWorkerHandler(None, state=self._state, provision_info=None,  # type: ignore[arg-type]
                                                              worker_manager=manager)
         descriptor.timer_api_service_descriptor.CopyFrom(self._worker.data_api_service_descriptor())
+        if context.processing_guarantee != "none":  # a restart: this instance's committed metrics start again
+            self.collector.restart(self.spec.vertex_name, context.global_index)
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         if ordinal in self._side_chunks:
@@ -234,7 +237,7 @@ class ExecutableStageP(Processor):
         if response.error:
             raise self._failure(response.error)
         result = response.process_bundle
-        self.collector.add(spec.vertex_name, result.monitoring_infos)
+        self.collector.add(spec.vertex_name, result.monitoring_infos, self.context.global_index)
         for pcoll_id, chunk in outputs:
             for ordinal, item in self.routes.items(pcoll_id, chunk):
                 self.outbox.offer(item, ordinal)  # a blocking outbox: waits for room
@@ -305,6 +308,8 @@ class ExecutableStageP(Processor):
                             for ordinal, chunks in self._side_chunks.items()},
             "servicer": self._state.dump(),
             "timers": self._encoded_timers(self._timers),
+            "metrics": [info.SerializeToString()
+                        for info in self.collector.committed(self.spec.vertex_name, self.context.global_index)],
         }
         return self.outbox.offer_to_snapshot(self.context.global_index, state)
 
@@ -332,6 +337,8 @@ class ExecutableStageP(Processor):
             self._side_chunks = {ordinals[name]: chunks for name, chunks in state["side_chunks"].items()}
             self._state.load(state["servicer"])
             self._remember_timers(state["timers"].items())
+            self.collector.restart(self.spec.vertex_name, self.context.global_index,
+                                   [metrics_pb2.MonitoringInfo.FromString(info) for info in state["metrics"]])
 
 
 class _Descriptors:

@@ -17,6 +17,8 @@ from typing import Any
 
 import apache_beam as beam
 import pytest
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
@@ -45,6 +47,7 @@ class _FailOnceAfterASnapshot(beam.DoFn):
 
     def __init__(self, store: str, job: str, marker: str, pause: float = 0.001):
         self.store_path, self.owner, self.marker, self.pause = store, f"job/{job}", marker, pause
+        self.passed = Metrics.counter("jetbench-test", "passed")
 
     def setup(self):
         self.store = SnapshotStore(self.store_path)
@@ -61,6 +64,7 @@ class _FailOnceAfterASnapshot(beam.DoFn):
             elif newest > self.first_id:
                 Path(self.marker).write_text(str(newest))
                 raise RuntimeError(f"injected failure after snapshot {newest}")
+        self.passed.inc()
         yield element
 
     def teardown(self):
@@ -111,7 +115,14 @@ def test_a_dofn_failing_once_after_a_group_by_key_restarts_from_a_snapshot(tmp_p
               | beam.MapTuple(lambda w, ones: (w, sum(ones))))
     expected = Counter(WORDS)
     assert_that(counts, equal_to(list(expected.items())) if guarantee == "exactly_once" else _at_least(expected))
-    _check_restarted_once(p.run(), tmp_path)
+    result = p.run()
+    _check_restarted_once(result, tmp_path)
+    (passed,) = result.metrics().query(MetricsFilter().with_name("passed"))["counters"]
+    assert passed.attempted >= passed.committed  # every attempt; committed: what the restore kept
+    if guarantee == "exactly_once":
+        assert passed.committed == len(expected)  # once per key, as without the failure
+    else:
+        assert passed.committed >= len(expected)
 
 
 @pytest.mark.parametrize("guarantee", GUARANTEES)
