@@ -470,12 +470,14 @@ def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
             "fn": reader.code(supplier.fn, "fn", ("k", "x")),
             "on_timer": reader.optional(supplier.on_timer, "on_timer", ("k",)),
             "sorted_input": bool(supplier.sorted_input),
-            "order_key": reader.optional(supplier.order_key, "order_key")}
+            "order_key": reader.optional(supplier.order_key, "order_key"),
+            "fn_all": reader.optional(supplier.fn_all, "fn_all", ("k", "pairs"))}
 
 
 def _code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
+    fn_all = f.get("fn_all")
     return (f"flat_map_stateful({f['key']}, {f['create']}, {f['fn']}, {f.get('on_timer')}, {p['sorted_input']!r}, "
-            f"{f.get('order_key')})",
+            f"{f.get('order_key')}" + ("" if fn_all is None else f", fn_all={fn_all}") + ")",
             {"from jetbench.processors.flat_map_stateful import flat_map_stateful"})
 
 
@@ -489,9 +491,12 @@ BUILDER_KINDS = (
                 help="when k.timer passes: the results (empty: the timer drops the key's state)"),
           Param("sorted_input", "bool", False, help="hand items over in timestamp order, as the watermark passes"),
           Param("order_key", "code", "", optional=True, when=("sorted_input", (True,)),
-                help="sorted input: the order of items with equal timestamps (empty: arrival)")),
+                help="sorted input: the order of items with equal timestamps (empty: arrival)"),
+          Param("fn_all", "code", "", args=("k", "pairs"), optional=True, when=("sorted_input", (False,)),
+                help="optional batch form of fn: one key's (ts, x) pairs of a batch at once; the (ts, result) pairs")),
          lambda p, f, ns: flat_map_stateful(f["key"], f["create"], f["fn"], f.get("on_timer"), p["sorted_input"],
-                                            f.get("order_key") if p["sorted_input"] else None),
+                                            f.get("order_key") if p["sorted_input"] else None,
+                                            None if p["sorted_input"] else f.get("fn_all")),
          _code,
          "per-key state and an event-time timer over (ts, item) pairs", read=_read),
 )

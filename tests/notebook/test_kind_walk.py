@@ -69,10 +69,11 @@ def document(m: BuilderModel) -> list[tuple[str, str, dict[str, Any]]]:
     return [(v["name"], v["kind"], v["params"]) for v in m.vertices]
 
 
-def walk(kind_id: str, tmp: str, ns: dict[str, Any]) -> None:
-    """Build a vertex of ``kind_id`` from its sample, read the DAG back, export it as code, run the
-    code and read that DAG back: the kind and its parameters survive every step."""
-    sample = {k: v.replace("{tmp}", tmp) if isinstance(v, str) else v for k, v in SAMPLES[kind_id].items()}
+def walk(kind_id: str, tmp: str, ns: dict[str, Any], params: dict[str, Any] | None = None) -> None:
+    """Build a vertex of ``kind_id`` from its sample (or ``params``), read the DAG back, export it as
+    code, run the code and read that DAG back: the kind and its parameters survive every step."""
+    given = SAMPLES[kind_id] if params is None else params
+    sample = {k: v.replace("{tmp}", tmp) if isinstance(v, str) else v for k, v in given.items()}
     made = BuilderModel(namespace=ns)
     vertex = made.add_vertex(kind_id, name="v", params=sample)
     kind = made.palette.kind(kind_id)
@@ -124,3 +125,13 @@ def test_a_spark_kind_reads_back_and_its_code_rebuilds_it(kind_id, tmp_path):
     df = spark.createDataFrame([("a", 1), ("b", 2)], ["word", "n"])
     df.createOrReplaceTempView("walk_table")
     walk(kind_id, str(tmp_path), {"df": df})
+
+
+def test_flat_map_stateful_with_a_batch_form_walks(tmp_path):
+    """``fn_all`` (the batch form of ``fn``, unsorted input only) survives read-back and code: a
+    vertex read back from a DAG keeps its fast path."""
+    params = {"key": "x % 3", "create": "[0]",
+              "fn": "k.state[0] += 1\nreturn [k.state[0]]",
+              "fn_all": "out = []\nfor ts, x in pairs:\n    k.state[0] += 1\n    out.append((ts, k.state[0]))\nreturn out",
+              "sorted_input": False}
+    walk("flat_map_stateful", str(tmp_path), {}, params)
