@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -228,12 +229,17 @@ N = 6000
 
 
 class _FailOnce:
+    """Fails once, at item ``at``; with ``ready`` set, at the first item from ``at`` on for
+    which ``ready()`` is true (e.g. once a snapshot is stored, so that a starved process, which
+    the paced source lets catch up at full speed, cannot reach the item before any snapshot)."""
+
     def __init__(self, at: int):
         self.at = at
         self.armed = True
+        self.ready: Callable[[], bool] | None = None
 
     def __call__(self, x: int) -> int:
-        if x == self.at and self.armed:
+        if x >= self.at and self.armed and (x == self.at if self.ready is None else self.ready()):
             self.armed = False
             raise ValueError(f"injected failure at item {x}")
         return x
@@ -262,6 +268,7 @@ def test_a_keyed_aggregation_that_fails_once_mid_stream_restarts_from_its_last_s
     fail = _FailOnce(N // 2)
     config = JobConfig(guarantee, snapshot_interval_ms=10, snapshot_store=tmp_path / "s.sqlite")
     job = ExecutionService(cooperative_threads=threads).submit(_keyed_count_dag(fail), config=config)
+    fail.ready = lambda: job.last_snapshot is not None
     result = job.join(30)
     assert isinstance(job, FaultTolerantJob)
     assert job.restarts == 1 and len(job.failures) == 1 and "injected failure" in str(job.failures[0])
