@@ -1,7 +1,9 @@
 """Processing guarantees of Beam pipelines on jetbench, tested with real failures: a DoFn that
 fails once mid-run (after a snapshot was stored while it ran, tracked through a marker file)
 under the restart policy, and a process killed with SIGKILL and resumed by a new one. Outputs
-are compared with the failure-free run's: exactly-once equal, at-least-once a superset."""
+are compared with the failure-free run's: exactly-once equal, at-least-once a superset. The
+end-to-end tests pace their DoFns (a few seconds each), hence ``slow``; the save/restore tests of
+each vertex into a new instance and the refusals are quick."""
 
 from __future__ import annotations
 
@@ -102,6 +104,7 @@ def _at_least(expected: dict[str, int]):
     return check
 
 
+@pytest.mark.slow  # paced DoFns, so that snapshots are taken while they run
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("guarantee", GUARANTEES)
 def test_a_dofn_failing_once_after_a_group_by_key_restarts_from_a_snapshot(tmp_path, guarantee, threads):
@@ -125,6 +128,7 @@ def test_a_dofn_failing_once_after_a_group_by_key_restarts_from_a_snapshot(tmp_p
         assert passed.committed >= len(expected)
 
 
+@pytest.mark.slow  # paced DoFns, so that snapshots are taken while they run
 @pytest.mark.parametrize("guarantee", GUARANTEES)
 def test_state_timers_side_inputs_and_combine_survive_a_failure(tmp_path, guarantee):
     """A stateful stage (user state, a timer) fed through a slow stage that fails once, a side
@@ -164,6 +168,7 @@ def _write_counts(p: Any, out: Path, failing: beam.DoFn | None) -> None:
          | beam.io.WriteToText(str(out), num_shards=2))
 
 
+@pytest.mark.slow  # paced DoFns, so that snapshots are taken while they run
 def test_write_to_text_after_a_failure_holds_exactly_the_failure_free_lines(tmp_path):
     """Beam's file sink writes each bundle to a new temporary file and keeps only the files
     listed in the pipeline's data: with exactly-once, the files of bundles lost in the failure
