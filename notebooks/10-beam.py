@@ -223,8 +223,8 @@ from apache_beam.testing.benchmarks.nexmark import nexmark_util
 from apache_beam.testing.benchmarks.nexmark.queries import query9
 from apache_beam.transforms import window
 
-from jetbench.bench.nexmark_beam import LAUNCHER_QUERY_ARGS
 from jetbench.nexmark import reference
+from jetbench.nexmark.beam_queries import LAUNCHER_QUERY_ARGS
 from jetbench.nexmark.config import NexmarkConfig
 from jetbench.nexmark.generator import events
 from jetbench.nexmark.json_events import write_events

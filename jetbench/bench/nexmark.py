@@ -20,7 +20,7 @@ On one timeline the two agree at every size measured (``--generators 100`` still
 time (the loop's CPU seconds over jetbench's, of the same median runs): on a shared, loaded host
 a thread waits for a core for part of its wall time, and the CPU ratio is the steadier figure. Flink's published per-core figures (Flink 1.13
 SQL Nexmark, 8 workers) are set beside as ``flink_per_core`` where there is one. Beam's Python
-DirectRunner on Beam's own query code is `jetbench.bench.nexmark_beam` (``--beam``), the
+DirectRunner on Beam's own query code is `jetbench.nexmark.beam_queries` (``--beam``), the
 SparkRunner's SMOKE suite on ``local[2]`` against ``local[1]`` `jetbench.bench.nexmark_spark`.
 
 >>> report = run(events=2_000, queries=[1, 2], repeat=1)
@@ -162,7 +162,7 @@ def run(events: int = DEFAULT_EVENTS, queries: Sequence[int] | None = None, repe
 
 def add_beam(report: NexmarkBenchReport, events: int, directory: str | None = None,
              jetbench_runner: bool = False, repeat: int = 1) -> None:
-    """Beam's DirectRunner on Beam's own query code (`jetbench.bench.nexmark_beam`) for each
+    """Beam's DirectRunner on Beam's own query code (`jetbench.nexmark.beam_queries`) for each
     query of ``report``, over ``events`` events written as JSON lines; jetbench runs once over
     the same events read back from the file, for the ratio (``beam_ratio`` = jetbench events/s
     over Beam's). With ``jetbench_runner``, Beam's query code also runs on jetbench's Beam runner
@@ -172,15 +172,15 @@ def add_beam(report: NexmarkBenchReport, events: int, directory: str | None = No
     import tempfile
     from pathlib import Path
 
-    from ..nexmark.json_events import write_events
-    from ..nexmark.suite import load_events
-    from .nexmark_beam import (
+    from ..nexmark.beam_queries import (
         BeamMissingError,
         BeamQueryError,
         beam_missing,
         compare_runners,
         run_beam_query,
     )
+    from ..nexmark.json_events import write_events
+    from ..nexmark.suite import load_events
 
     why = beam_missing()
     if why:

@@ -123,8 +123,8 @@ def _run_beam(args: argparse.Namespace, config: NexmarkConfig) -> int:
     import os
     import tempfile
 
-    from ..bench.nexmark_beam import JETBENCH_RUNNER, RUNNERS, run_beam_query
     from ..core.errors import JetbenchError
+    from .beam_queries import JETBENCH_RUNNER, RUNNERS, run_beam_query
     from .generator import events
     from .json_events import write_events
 

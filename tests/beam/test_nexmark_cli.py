@@ -1,6 +1,6 @@
 """``jetbench nexmark --runner beam-jetbench|beam-direct``: Beam's own Nexmark query code on
 jetbench's Beam runner or on Beam's DirectRunner, over the generated events as Beam's JSON lines
-(each run in a fresh process, as `jetbench.bench.nexmark_beam` runs it)."""
+(each run in a fresh process, as `jetbench.nexmark.beam_queries` runs it)."""
 
 from __future__ import annotations
 

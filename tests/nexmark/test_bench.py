@@ -9,9 +9,9 @@ import json
 import pytest
 
 from jetbench.bench import nexmark as bench
-from jetbench.bench import nexmark_beam
 from jetbench.cli import main
 from jetbench.core.errors import JetbenchError
+from jetbench.nexmark import beam_queries
 from jetbench.nexmark.config import NexmarkConfig
 from jetbench.nexmark.generator import generate
 from jetbench.nexmark.reference import REFERENCE
@@ -79,12 +79,12 @@ def test_beam_directrunner_on_the_same_events():
     assert report.query(1)["beam_results"] == len(REFERENCE[1](events, config))
     assert report.query(2)["beam_results"] == len(REFERENCE[2](events, config))
     assert report.query(1)["beam_runner"] == "DirectRunner"
-    assert report.query(9)["beam_runner"] in nexmark_beam.RUNNERS
+    assert report.query(9)["beam_runner"] in beam_queries.RUNNERS
 
 
 def test_without_beam_a_clear_message(monkeypatch):
-    monkeypatch.setattr(nexmark_beam.importlib.util, "find_spec", lambda name: None)
-    assert nexmark_beam.beam_missing() is not None and "pip install jetbench[beam]" in nexmark_beam.beam_missing()
+    monkeypatch.setattr(beam_queries.importlib.util, "find_spec", lambda name: None)
+    assert beam_queries.beam_missing() is not None and "pip install jetbench[beam]" in beam_queries.beam_missing()
     report = bench.run(events=500, queries=[1], repeat=1)
-    with pytest.raises(nexmark_beam.BeamMissingError, match=r"pip install jetbench\[beam\]"):
+    with pytest.raises(beam_queries.BeamMissingError, match=r"pip install jetbench\[beam\]"):
         bench.add_beam(report, events=500)

@@ -1,8 +1,10 @@
-"""Beam's Python DirectRunner running Beam's own Nexmark query code, for `jetbench.bench.nexmark`.
+"""Beam's own Nexmark query code on a Beam runner, each query in a fresh process: Beam's
+DirectRunner for `jetbench.bench.nexmark` (``--beam``), JetbenchRunner or the DirectRunner for
+``jetbench nexmark --runner beam-jetbench|beam-direct``.
 
 The events are written as JSON lines by `jetbench.nexmark.json_events` (the form Beam's
 ``ParseJsonEventFn`` reads). Each query runs in a fresh Python process (``python -m
-jetbench.bench.nexmark_beam --input FILE --query N``) that builds the pipeline as Beam's
+jetbench.nexmark.beam_queries --input FILE --query N``) that builds the pipeline as Beam's
 ``nexmark_launcher.py`` does in batch mode: ``ReadFromText`` -> ``ParseJsonEventFn`` -> each
 event timestamped with its ``date_time`` -> Beam's ``queryN.load`` with the launcher's query
 arguments -> Beam's result ``Monitor`` counting the results. It runs on ``DirectRunner`` (in
@@ -66,7 +68,7 @@ def run_beam_query(query: int, events_file: str | Path, timeout: float = 1800.0,
         raise BeamMissingError(why)
     failures: list[str] = []
     for runner in runners:
-        cmd = [sys.executable, "-m", "jetbench.bench.nexmark_beam", "--input", str(events_file), "--query", str(query),
+        cmd = [sys.executable, "-m", "jetbench.nexmark.beam_queries", "--input", str(events_file), "--query", str(query),
                "--runner", runner]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
@@ -132,7 +134,7 @@ def _run_in_this_process(query: int, events_file: str, runner: str) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jetbench.bench.nexmark_beam",
+    parser = argparse.ArgumentParser(prog="python -m jetbench.nexmark.beam_queries",
                                      description="Beam's Nexmark query on DirectRunner over a JSON-lines events file")
     parser.add_argument("--input", required=True)
     parser.add_argument("--query", type=int, required=True)
