@@ -63,7 +63,9 @@ def test_sigint_during_join_cancels_the_job_and_ends_its_threads():
             job.join(timeout=20)
     finally:
         timer.join()
-    assert job.status is JobStatus.CANCELLED
+        status = job.status
+        job.stop(timeout=10)  # should the wait fail otherwise, no endless job outlives this test
+    assert status is JobStatus.CANCELLED
     assert job.live_threads() == []
     assert jetbench_threads() == []
 
