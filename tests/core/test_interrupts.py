@@ -46,6 +46,22 @@ def wait_until(predicate, timeout: float) -> bool:
 # -- in-process: an exception raised inside the wait ----------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def sigint_raises_keyboard_interrupt():
+    """Ctrl-C as a terminal delivers it, whatever this process inherited: a shell runs a command
+    put in the background without job control with SIGINT ignored, and Python then keeps it
+    ignored, so no KeyboardInterrupt would come (the test runner launched that way)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def _sigint_as_by_default() -> None:
+    """In a child before it runs Python: SIGINT's default action, so Python turns it into
+    KeyboardInterrupt, as in a script started from a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_main_thread_after(delay: float) -> threading.Timer:
     """Raise KeyboardInterrupt in the main thread after ``delay`` s, as Ctrl-C would (a real
     SIGINT through the process's handler)."""
@@ -140,7 +156,7 @@ def test_sigint_stops_a_script_blocked_in_run(tmp_path):
     script = tmp_path / "endless.py"
     script.write_text(SCRIPT)
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path)
+                            text=True, cwd=tmp_path, preexec_fn=_sigint_as_by_default)
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "running"
