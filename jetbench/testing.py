@@ -509,6 +509,18 @@ class _CheckingOutbox(Outbox):
             self.refused.pop(ordinal, None)
         return done
 
+    def offer_stamped(self, ts: list[Any], items: list[Any], ordinal: int = 0) -> int:
+        if not items:
+            return super().offer_stamped(ts, items, ordinal)
+        self._check_reoffer((ts[0], items[0]), (ordinal,))
+        n = len(items)
+        done = super().offer_stamped(ts, items, ordinal)
+        if done < n:
+            self.refused[ordinal] = (ts[done], items[done])
+        else:
+            self.refused.pop(ordinal, None)
+        return done
+
     def _targets(self, item: Any, ordinal: int | Sequence[int] | None) -> Sequence[int]:
         if isinstance(item, Watermark) or ordinal is None:
             return range(self.ordinal_count)

@@ -1,7 +1,9 @@
-"""Control items that travel through queues beside data: watermarks and the DONE marker.
+"""Control items that travel through queues beside data: watermarks and the DONE marker; and
+`Stamped`, the columnar chunk of a timestamped stream.
 
-Data moves through queues as plain lists (chunks); control items travel as single objects
-between chunks, so one ``type(entry) is list`` check covers a whole chunk.
+Data moves through queues as chunks: plain lists, or `Stamped` chunks (the timestamps and the
+items of a timestamped stream in two equal-length lists); control items travel as single
+objects between chunks, so one class check covers a whole chunk.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
+
+from .errors import JetbenchError
 
 #: Timestamp of the idle marker: a watermark this large means "this input is idle".
 IDLE_TIMESTAMP = sys.maxsize
@@ -82,3 +87,97 @@ class BroadcastKey:
 
     def __reduce__(self) -> tuple[type[BroadcastKey], tuple[Hashable]]:
         return BroadcastKey, (self.key,)  # as Watermark's
+
+
+class Stamped:
+    """A chunk of a timestamped stream as two columns: ``items[i]`` has timestamp ``ts[i]``.
+
+    It stands for the ``(ts, item)`` pairs ``zip(ts, items)`` (what `pairs` builds), without a
+    tuple per item: a processor that opts in (``Processor.accepts_stamped``) reads and emits the
+    columns (`jetbench.core.inbox.Inbox.take_stamped`, `jetbench.core.outbox.Outbox.offer_stamped`);
+    any other gets the pairs. Its length counts items. Whoever holds a chunk owns its lists:
+    handing one on (to an outbox, a queue) hands them over.
+
+    >>> chunk = Stamped([5, 7], ["a", "b"])
+    >>> len(chunk), chunk.pairs(), chunk.slice(1).pairs()
+    (2, [(5, 'a'), (7, 'b')], [(7, 'b')])
+    """
+
+    __slots__ = ("ts", "items")
+
+    def __init__(self, ts: list[Any], items: list[Any]):
+        self.ts = ts
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __bool__(self) -> bool:
+        return len(self.items) > 0
+
+    def pairs(self) -> list[tuple[Any, Any]]:
+        """The chunk as ``(ts, item)`` pairs, as a processor that did not opt in sees it."""
+        return list(zip(self.ts, self.items, strict=True))
+
+    def slice(self, start: int, end: int | None = None) -> Stamped:
+        """Items ``start`` to ``end`` (the end if None), in new lists."""
+        if end is None:
+            return Stamped(self.ts[start:], self.items[start:])
+        return Stamped(self.ts[start:end], self.items[start:end])
+
+    def copy(self) -> Stamped:
+        return Stamped(list(self.ts), list(self.items))
+
+    def extend(self, other: Stamped) -> None:
+        """Append ``other``'s items (and timestamps) to this chunk's own lists."""
+        self.ts += other.ts
+        self.items += other.items
+
+    def __repr__(self) -> str:
+        return f"Stamped({self.ts!r}, {self.items!r})"
+
+    def __reduce__(self) -> tuple[type[Stamped], tuple[list[Any], list[Any]]]:
+        return Stamped, (self.ts, self.items)
+
+
+#: A data chunk in a queue, an outbox bucket or an emitter: plain items, or a stamped chunk.
+Chunk = list[Any] | Stamped
+
+
+def chunk_tail(chunk: Chunk, start: int) -> Chunk:
+    """The items of ``chunk`` from ``start`` on, a chunk of the same kind (new lists)."""
+    if isinstance(chunk, Stamped):
+        return chunk.slice(start)
+    return chunk[start:]
+
+
+def chunk_head(chunk: Chunk, end: int) -> Chunk:
+    """The first ``end`` items of ``chunk``, a chunk of the same kind (new lists)."""
+    if isinstance(chunk, Stamped):
+        return chunk.slice(0, end)
+    return chunk[:end]
+
+
+def chunk_copy(chunk: Chunk) -> Chunk:
+    """A copy of ``chunk`` with lists of its own (for a second consumer of the same items)."""
+    if isinstance(chunk, Stamped):
+        return chunk.copy()
+    return list(chunk)
+
+
+def unzip_pairs(pairs: list[Any]) -> tuple[list[Any], list[Any]]:
+    """``(ts, items)`` columns of a list of ``(ts, item)`` pairs; a JetbenchError naming the
+    first entry that is not a pair.
+
+    >>> unzip_pairs([(5, "a"), (7, "b")])
+    ([5, 7], ['a', 'b'])
+    """
+    try:
+        return [t for t, _ in pairs], [x for _, x in pairs]
+    except (TypeError, ValueError):
+        for i, p in enumerate(pairs):
+            try:
+                _t, _x = p
+            except (TypeError, ValueError):
+                raise JetbenchError(f"item {i} of a timestamped batch is not a (ts, item) pair: {p!r}") from None
+        raise

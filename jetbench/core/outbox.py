@@ -2,7 +2,9 @@
 
 A cooperative processor sees `offer` return False when a bucket is full and must return and
 re-offer the same item on its next call. `offer_batch` is the fast path: it accepts a prefix
-of a list and says how many items it took.
+of a list and says how many items it took; `offer_stamped` does the same for a timestamped
+stream's ``(ts, items)`` columns, which travel on as a `Stamped` chunk (a consumer that did not
+opt in to columns gets the ``(ts, item)`` pairs, as if they had been offered one by one).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from itertools import islice
 from typing import Any
 
 from .errors import JetbenchError
-from .items import Watermark
+from .items import Chunk, Stamped, Watermark
 from .native import mypyc_attr
 
 DEFAULT_OUTBOX_CAPACITY = 1024
@@ -34,7 +36,8 @@ class Outbox:
     def __init__(self, ordinal_count: int, capacity: int = DEFAULT_OUTBOX_CAPACITY, owner: str = "processor"):
         if capacity < 1:
             raise JetbenchError(f"outbox capacity must be >= 1, got {capacity}")
-        self._buckets: list[list[Any]] = [[] for _ in range(ordinal_count)]
+        #: one data chunk per ordinal: a list of items, or a `Stamped` chunk from `offer_stamped`
+        self._buckets: list[Chunk] = [[] for _ in range(ordinal_count)]
         self._ordinal_count = ordinal_count
         self.capacity = capacity
         self.accepted = 0  # items accepted so far; the tasklet compares it to detect progress
@@ -69,7 +72,7 @@ class Outbox:
                 return self._offer_many(item, range(self._ordinal_count))
         elif not isinstance(ordinal, int):
             return self._offer_many(item, ordinal)
-        bucket = self._bucket(ordinal)
+        bucket = self._list_bucket(ordinal)
         if len(bucket) >= self.capacity:
             return False
         bucket.append(item)
@@ -85,7 +88,7 @@ class Outbox:
             return 0
         if type(items) is not list:
             items = list(items)
-        bucket = self._bucket(ordinal)
+        bucket = self._list_bucket(ordinal)
         free = self.capacity - len(bucket)
         n = len(items)
         if n > free:
@@ -97,6 +100,40 @@ class Outbox:
             bucket.extend(items)
         else:
             self._buckets[ordinal] = items
+        self.accepted += n
+        return n
+
+    def offer_stamped(self, ts: list[Any], items: list[Any], ordinal: int = 0) -> int:
+        """Accept the longest prefix of the items ``items`` with their timestamps ``ts`` (a list
+        as long) that fits in bucket ``ordinal``; return its length. They mean the ``(ts, item)``
+        pairs ``zip(ts, items)``, offered with `offer_batch`, without a tuple per item.
+
+        When the outbox takes whole lists it may keep them: don't reuse them afterwards.
+
+        >>> box = Outbox(ordinal_count=1, capacity=3)
+        >>> box.offer_stamped([5, 7], ["a", "b"]), box.offer_stamped([9, 11], ["c", "d"])
+        (2, 1)
+        >>> box.take_bucket()
+        [(5, 'a'), (7, 'b'), (9, 'c')]
+        """
+        n = len(items)
+        if len(ts) != n:
+            raise JetbenchError(f"{self._owner}: offer_stamped() got {len(ts)} timestamps for {n} items")
+        if self._control is not None or n == 0:
+            return 0
+        bucket = self._bucket(ordinal)
+        free = self.capacity - len(bucket)
+        if n > free:
+            if free <= 0:
+                return 0
+            ts, items, n = ts[:free], items[:free], free
+        if not bucket:
+            self._buckets[ordinal] = Stamped(ts, items)
+        elif isinstance(bucket, Stamped):
+            bucket.ts += ts
+            bucket.items += items
+        else:  # items offered one by one before: the bucket stays one list, of pairs
+            bucket.extend(zip(ts, items, strict=True))
         self.accepted += n
         return n
 
@@ -146,7 +183,7 @@ class Outbox:
 
     def _offer_many(self, item: Any, ordinals: Iterable[int]) -> bool:
         ordinals = list(ordinals)
-        buckets = [self._bucket(o) for o in ordinals]
+        buckets = [self._list_bucket(o) for o in ordinals]
         if any(len(b) >= self.capacity for b in buckets):
             return False
         for b in buckets:
@@ -161,7 +198,7 @@ class Outbox:
         self.accepted += 1
         return True
 
-    def _bucket(self, ordinal: int) -> list[Any]:
+    def _bucket(self, ordinal: int) -> Chunk:
         try:
             return self._buckets[ordinal]
         except (IndexError, TypeError):
@@ -169,15 +206,31 @@ class Outbox:
                 f"{self._owner}: no outbound ordinal {ordinal!r} (it has {self._ordinal_count})"
             ) from None
 
+    def _list_bucket(self, ordinal: int) -> list[Any]:
+        """Bucket ``ordinal`` as a list to append items to: a `Stamped` bucket becomes its pairs."""
+        bucket = self._bucket(ordinal)
+        if isinstance(bucket, Stamped):
+            pairs = bucket.pairs()
+            self._buckets[ordinal] = pairs
+            return pairs
+        return bucket
+
     # -- the other side: what the engine (or a test standing in for it) takes out ---------------
 
     def take_bucket(self, ordinal: int = 0) -> list[Any]:
-        """Remove and return the contents of bucket ``ordinal`` (oldest first).
+        """Remove and return the contents of bucket ``ordinal`` (oldest first); stamped items
+        (`offer_stamped`) as ``(ts, item)`` pairs.
 
         >>> box = Outbox(ordinal_count=1, capacity=2)
         >>> box.offer("a"), box.take_bucket(), box.take_bucket()
         (True, ['a'], [])
         """
+        bucket = self.take_chunk(ordinal)
+        return bucket.pairs() if isinstance(bucket, Stamped) else bucket
+
+    def take_chunk(self, ordinal: int = 0) -> Chunk:
+        """Remove and return the contents of bucket ``ordinal`` as the chunk it is (a list, or
+        a `Stamped` chunk of what came through `offer_stamped`)."""
         bucket = self._buckets[ordinal]
         if bucket:
             self._buckets[ordinal] = []
@@ -232,4 +285,11 @@ class BlockingOutbox(Outbox):
         while done < len(items):
             self.wait_for_room()
             done += Outbox.offer_batch(self, items[done:], ordinal)
+        return done
+
+    def offer_stamped(self, ts: list[Any], items: list[Any], ordinal: int = 0) -> int:
+        done = Outbox.offer_stamped(self, ts, items, ordinal)
+        while done < len(items):
+            self.wait_for_room()
+            done += Outbox.offer_stamped(self, ts[done:], items[done:], ordinal)
         return done

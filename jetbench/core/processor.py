@@ -86,6 +86,12 @@ class Processor:
 
     #: False gives the processor a dedicated thread and a blocking outbox that never refuses.
     is_cooperative: bool = True
+    #: True: the processor reads a timestamped input as columns, ``inbox.take_stamped()`` (and
+    #: may emit columns, ``outbox.offer_stamped``); its inbox then holds a `Stamped` chunk's
+    #: lists as they came. False (the default): timestamped items arrive as ``(ts, item)`` pairs,
+    #: however the producer emitted them. Either way the item API (``peek``, ``poll``, ``take``)
+    #: sees pairs.
+    accepts_stamped: bool = False
     #: True for sinks whose ``result_part()`` makes up the job's result.
     collects: bool = False
 

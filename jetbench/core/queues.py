@@ -1,6 +1,7 @@
 """Bounded single-producer/single-consumer queues, and the inbound stream that drains them.
 
-Data travels as list chunks; control items (watermarks, DONE) travel alone between chunks. Each
+Data travels as chunks, plain lists or `Stamped` columns (a timestamped stream, see
+`jetbench.core.items`); control items (watermarks, DONE) travel alone between chunks. Each
 side writes only its own counter (``offered`` by the producer, ``polled`` by the consumer), so
 no lock is needed: deque append/popleft are atomic, and a stale read only under-reports room.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .items import DONE, Watermark
+from .items import DONE, Chunk, Stamped, Watermark, chunk_head
 from .watermarks import WatermarkCoalescer
 
 #: Capacity, in items, of each queue of an edge unless `Edge.queue_size` says otherwise.
@@ -20,10 +21,11 @@ DEFAULT_QUEUE_SIZE = 1024
 class SPSCQueue:
     """A bounded queue of items between one producer and one consumer instance.
 
-    Capacity counts items (a control item takes one slot). A full queue refuses, never blocks.
+    Capacity counts items, whatever the chunks (a control item takes one slot). A full queue
+    refuses, never blocks.
 
     >>> q = SPSCQueue(capacity=3)
-    >>> q.offer_chunk([1, 2]), q.offer_chunk([3, 4]), q.size
+    >>> q.offer_chunk([1, 2]), q.offer_chunk(Stamped([5, 6], [3, 4])), q.size
     (2, 1, 3)
     """
 
@@ -31,7 +33,7 @@ class SPSCQueue:
 
     def __init__(self, capacity: int, index: int = 0):
         self.capacity = capacity
-        self.chunks: deque[Any] = deque()  # list chunks, or a control item (Watermark, DONE) alone
+        self.chunks: deque[Any] = deque()  # data chunks (lists, Stamped), or a control item (Watermark, DONE) alone
         self.offered = 0
         self.polled = 0
         self.index = index  # the producer's position in the consumer's conveyor
@@ -41,14 +43,14 @@ class SPSCQueue:
         size = self.offered - self.polled
         return size if size > 0 else 0
 
-    def offer_chunk(self, chunk: list[Any]) -> int:
+    def offer_chunk(self, chunk: Chunk) -> int:
         """Append the longest prefix of ``chunk`` that fits (the queue owns it); return its length."""
         free = self.capacity - self.offered + self.polled
         if free <= 0:
             return 0
         n = len(chunk)
         if n > free:
-            chunk = chunk[:free]
+            chunk = chunk_head(chunk, free)
             n = free
         self.chunks.append(chunk)
         self.offered += n
@@ -66,7 +68,8 @@ class InboundStream:
     """The queues feeding one inbound ordinal of one consumer instance (Jet's conveyor).
 
     `drain` visits live queues round-robin, taking whole chunks until ``limit`` items are in
-    hand. At a control item it stops draining that queue: DONE retires the queue, a watermark
+    hand, all of one kind (plain lists, or `Stamped`: a chunk of the other kind is left for the
+    next drain). At a control item it stops draining that queue: DONE retires the queue, a watermark
     goes through the queue-level coalescer. A newly coalesced watermark is left in
     ``self.watermark`` and the drain returns at once, so the items before it are processed first.
     """
@@ -96,7 +99,7 @@ class InboundStream:
     def capacity(self) -> int:
         return sum(q.capacity for q in self.queues)
 
-    def drain(self, limit: int) -> list[Any] | None:
+    def drain(self, limit: int) -> Chunk | None:
         """Take up to about ``limit`` items (whole chunks) from the live queues; None if nothing."""
         live = self._live
         n = len(live)
@@ -108,7 +111,7 @@ class InboundStream:
             if idle is not None:
                 self.watermark = idle
                 return None
-        result = None
+        result: Chunk | None = None
         retired = None
         start = self._cursor
         self._cursor = start + 1
@@ -117,14 +120,18 @@ class InboundStream:
             chunks = q.chunks
             while chunks:
                 chunk = chunks.popleft()
-                if chunk.__class__ is list:
+                cls = chunk.__class__
+                if cls is list or cls is Stamped:
+                    if result is None:
+                        result = chunk
+                    elif result.__class__ is not cls:
+                        chunks.appendleft(chunk)  # the other kind of chunk: the next drain's
+                        break
+                    else:
+                        join_chunk(result, chunk)
                     q.polled += len(chunk)
                     if coalescer.any_idle:
                         coalescer.mark_active(q.index)
-                    if result is None:
-                        result = chunk
-                    else:
-                        result += chunk
                     if len(result) >= limit:
                         break
                     continue
@@ -146,6 +153,13 @@ class InboundStream:
             self._retire(retired)
         return result
 
-
     def _retire(self, queues: list[SPSCQueue]) -> None:
         self._live = [q for q in self._live if q not in queues]
+
+
+def join_chunk(into: Any, chunk: Any) -> None:
+    """Append data chunk ``chunk`` to ``into``, a chunk of the same kind (a drain's result)."""
+    if into.__class__ is list:
+        into += chunk
+    else:
+        into.extend(chunk)

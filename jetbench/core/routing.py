@@ -4,6 +4,10 @@ A collector takes a whole bucket, moves what fits into its target queues, and ke
 as ``pending`` until a later flush; while anything is pending it takes no new bucket, so at
 most one bucket per edge is ever in flight. Control items (watermarks, DONE) go to every target
 queue after the pending data, remembering which targets already took them.
+
+A bucket is a data chunk: a list, or a `Stamped` chunk (a timestamped stream's columns), routed
+item by item exactly as its ``(ts, item)`` pairs would be: a partitioned edge's key function
+sees the pair, unless it says (an ``item_key`` attribute) that it reads the item alone.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from .errors import DagError
+from .items import Chunk, Stamped, chunk_copy, chunk_tail
 from .queues import SPSCQueue
 
 
@@ -36,7 +41,7 @@ class Collector:
         self.pending = False
         self._control_accepted: set[int] = set()
 
-    def route(self, chunk: list[Any]) -> int:
+    def route(self, chunk: Chunk) -> int:
         """Take ownership of ``chunk``; move what fits; return the number of items moved."""
         raise NotImplementedError
 
@@ -68,15 +73,15 @@ class RoundRobinCollector(Collector):
     def __init__(self, targets: list[SPSCQueue], start: int = 0):
         super().__init__(targets)
         self._cursor = start % len(targets) if targets else 0  # producers start apart, spreading load
-        self._rest: list[Any] = []
+        self._rest: Chunk = []
 
-    def route(self, chunk: list[Any]) -> int:
+    def route(self, chunk: Chunk) -> int:
         targets = self.targets
         n = len(targets)
         if n == 1:
             moved = targets[0].offer_chunk(chunk)
             if moved < len(chunk):
-                self._rest = chunk[moved:]
+                self._rest = chunk_tail(chunk, moved)
                 self.pending = True
             return moved
         cursor = self._cursor
@@ -89,7 +94,7 @@ class RoundRobinCollector(Collector):
                 if moved == len(chunk):
                     self._cursor = cursor
                     return total
-                chunk = chunk[moved:]
+                chunk = chunk_tail(chunk, moved)
         self._cursor = cursor
         self._rest = chunk
         self.pending = True
@@ -108,7 +113,7 @@ class PerTargetCollector(Collector):
 
     def __init__(self, targets: list[SPSCQueue]):
         super().__init__(targets)
-        self._rests: list[list[Any]] = [[] for _ in targets]
+        self._rests: list[Chunk] = [[] for _ in targets]
 
     def push(self) -> int:
         moved = 0
@@ -120,7 +125,7 @@ class PerTargetCollector(Collector):
                 k = q.offer_chunk(part)
                 moved += k
                 if k < len(part):
-                    rests[i] = part[k:]
+                    rests[i] = chunk_tail(part, k)
                     pending = True
                 else:
                     rests[i] = []
@@ -129,26 +134,51 @@ class PerTargetCollector(Collector):
 
 
 class PartitionedCollector(PerTargetCollector):
-    """Partitioned: item -> target ``hash(key_fn(item)) % len(targets)``, computed once per item."""
+    """Partitioned: item -> target ``hash(key_fn(item)) % len(targets)``, computed once per item.
 
-    __slots__ = ("_key_fn",)
+    A `Stamped` chunk is split into one `Stamped` part per target, each item going where its
+    ``(ts, item)`` pair would: ``key_fn`` is called on the pair, or, when it has an ``item_key``
+    attribute (a function of the item alone, as `jetbench.processors.planning.EventKey`), that
+    is called on the item.
+    """
+
+    __slots__ = ("_key_fn", "_item_key")
 
     def __init__(self, targets: list[SPSCQueue], key_fn: Callable[[Any], Hashable]):
         super().__init__(targets)
         self._key_fn = key_fn
+        self._item_key: Callable[[Any], Hashable] | None = getattr(key_fn, "item_key", None)
 
-    def route(self, chunk: list[Any]) -> int:
+    def route(self, chunk: Chunk) -> int:
         n = len(self.targets)
+        parts: list[Chunk]
         if n == 1:
             parts = [chunk]
+        elif isinstance(chunk, Stamped):
+            parts = self._split_stamped(chunk, n)
         else:
-            parts = [[] for _ in range(n)]
-            appends = [p.append for p in parts]
+            lists: list[list[Any]] = [[] for _ in range(n)]
+            appends = [p.append for p in lists]
             key_fn = self._key_fn
             for item in chunk:
                 appends[hash(key_fn(item)) % n](item)
+            parts = list(lists)
         self._rests = parts
         return self.push()
+
+    def _split_stamped(self, chunk: Stamped, n: int) -> list[Chunk]:
+        ts_parts: list[list[Any]] = [[] for _ in range(n)]
+        item_parts: list[list[Any]] = [[] for _ in range(n)]
+        item_key = self._item_key
+        if item_key is not None:
+            targets = [hash(item_key(x)) % n for x in chunk.items]
+        else:
+            key_fn = self._key_fn
+            targets = [hash(key_fn(pair)) % n for pair in zip(chunk.ts, chunk.items, strict=True)]
+        for i, t, x in zip(targets, chunk.ts, chunk.items, strict=True):
+            ts_parts[i].append(t)
+            item_parts[i].append(x)
+        return [Stamped(t, x) for t, x in zip(ts_parts, item_parts, strict=True)]
 
 
 class BroadcastCollector(PerTargetCollector):
@@ -156,8 +186,8 @@ class BroadcastCollector(PerTargetCollector):
 
     __slots__ = ()
 
-    def route(self, chunk: list[Any]) -> int:
-        self._rests = [chunk if i == 0 else list(chunk) for i in range(len(self.targets))]
+    def route(self, chunk: Chunk) -> int:
+        self._rests = [chunk if i == 0 else chunk_copy(chunk) for i in range(len(self.targets))]
         return self.push()
 
 

@@ -41,10 +41,10 @@ from typing import Any, Protocol
 
 from .errors import JetbenchError
 from .inbox import Inbox
-from .items import DONE, SnapshotBarrier
+from .items import DONE, Chunk, SnapshotBarrier, Stamped
 from .metrics import InboundBarrier
 from .processor import Processor, ProcessorContext
-from .queues import InboundStream, SPSCQueue
+from .queues import InboundStream, SPSCQueue, join_chunk
 from .routing import Collector
 from .tasklet import _STATE_OF_STEP, ProcessorTasklet, TaskletState
 
@@ -83,7 +83,7 @@ class BarrierInboundStream(InboundStream):
         self._got: list[SPSCQueue] = []  # queues that delivered ``_current``
         self._current: SnapshotBarrier | None = None
 
-    def drain(self, limit: int) -> list[Any] | None:
+    def drain(self, limit: int) -> Chunk | None:
         live = self._live
         n = len(live)
         if n == 0:
@@ -94,7 +94,7 @@ class BarrierInboundStream(InboundStream):
             if idle is not None:
                 self.watermark = idle
                 return None
-        result: list[Any] | None = None
+        result: Chunk | None = None
         retired: list[SPSCQueue] | None = None
         got = self._got
         aligned = self.aligned
@@ -107,14 +107,18 @@ class BarrierInboundStream(InboundStream):
             chunks = q.chunks
             while chunks:
                 chunk = chunks.popleft()
-                if chunk.__class__ is list:
+                cls = chunk.__class__
+                if cls is list or cls is Stamped:
+                    if result is None:
+                        result = chunk
+                    elif result.__class__ is not cls:
+                        chunks.appendleft(chunk)  # the other kind of chunk: the next drain's
+                        break
+                    else:
+                        join_chunk(result, chunk)
                     q.polled += len(chunk)
                     if coalescer.any_idle:
                         coalescer.mark_active(q.index)
-                    if result is None:
-                        result = chunk
-                    else:
-                        result += chunk
                     if len(result) >= limit:
                         break
                     continue
@@ -279,9 +283,7 @@ class SnapshotTasklet(ProcessorTasklet):
             if items:
                 if self._ordinal_coalescer.any_idle:
                     self._ordinal_coalescer.mark_active(stream.ordinal)
-                inbox = self.inbox
-                inbox._items = items
-                inbox._head = 0
+                self._load_inbox(items)
                 self._current_ordinal = stream.ordinal
                 self.received_count += len(items)
                 self.received_batches += 1

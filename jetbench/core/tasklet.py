@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from .inbox import Inbox
-from .items import DONE, Watermark
+from .items import DONE, Chunk, Stamped, Watermark
 from .metrics import InboundBarrier, TaskletStatistics
 from .outbox import BlockingOutbox, Outbox
 from .processor import Processor, ProcessorContext
@@ -82,6 +82,8 @@ class ProcessorTasklet:
         self.vertex_name = context.vertex_name
         self.index = context.local_index
         self.cooperative = bool(getattr(processor, "is_cooperative", True))
+        #: the processor reads timestamped batches as columns (else a stamped chunk becomes pairs)
+        self.accepts_stamped = bool(getattr(processor, "accepts_stamped", False))
         self.inbox = Inbox()
         owner = f"vertex {context.vertex_name!r}#{context.local_index}"
         if self.cooperative or wait_for_room is None:
@@ -216,9 +218,7 @@ class ProcessorTasklet:
             if items:
                 if self._ordinal_coalescer.any_idle:
                     self._ordinal_coalescer.mark_active(stream.ordinal)
-                inbox = self.inbox
-                inbox._items = items
-                inbox._head = 0
+                self._load_inbox(items)
                 self._current_ordinal = stream.ordinal
                 self.received_count += len(items)
                 self.received_batches += 1
@@ -227,6 +227,22 @@ class ProcessorTasklet:
                 return
             if self._pending_watermark is not None or self._edges_to_complete:
                 return
+
+    def _load_inbox(self, chunk: Chunk) -> None:
+        """Hand a drained chunk to the (empty) inbox: a `Stamped` chunk as its columns if the
+        processor accepts them, else as the ``(ts, item)`` pairs it stands for."""
+        inbox = self.inbox
+        if isinstance(chunk, Stamped):
+            if self.accepts_stamped:
+                inbox._items = chunk.items
+                inbox._ts = chunk.ts
+            else:
+                inbox._items = chunk.pairs()
+                inbox._ts = None
+        else:
+            inbox._items = chunk
+            inbox._ts = None
+        inbox._head = 0
 
     def _observe_watermark(self, ordinal: int, wm: Watermark) -> None:
         coalesced = self._ordinal_coalescer.observe(ordinal, wm)

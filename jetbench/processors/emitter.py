@@ -1,4 +1,5 @@
-"""Batch emission to every outbound ordinal, keeping what the outbox refuses."""
+"""Batch emission to every outbound ordinal, keeping what the outbox refuses: lists of items
+(`Emitter.emit`), or a timestamped stream's columns (`Emitter.emit_stamped`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from ..core.items import Watermark
+from ..core.items import Chunk, Stamped, Watermark, chunk_copy, chunk_tail
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
@@ -23,7 +24,7 @@ class Emitter:
 
     def __init__(self, outbox: Outbox):
         self.outbox = outbox
-        self.pending: list[tuple[int, list[Any]]] = []
+        self.pending: list[tuple[int, Chunk]] = []
         self._ordinals = range(outbox.ordinal_count)
 
     def room(self) -> int:
@@ -45,19 +46,24 @@ class Emitter:
         """Retry the pending remainder; True when nothing is pending."""
         if self.pending:
             pending, self.pending = self.pending, []
-            for ordinal, items in pending:
-                self._offer(ordinal, items)
+            for ordinal, chunk in pending:
+                self._offer(ordinal, chunk)
         return not self.pending
 
-    def emit(self, items: list[Any]) -> bool:
+    def emit(self, items: Chunk) -> bool:
         """Offer ``items`` (owned by the emitter from now on) to every ordinal; True if all fit."""
         ordinals = self._ordinals
         if len(ordinals) == 1:
             self._offer(0, items)
         else:
             for o in ordinals:
-                self._offer(o, items if o == 0 else list(items))
+                self._offer(o, items if o == 0 else chunk_copy(items))
         return not self.pending
+
+    def emit_stamped(self, ts: list[Any], items: list[Any]) -> bool:
+        """Offer the items ``items`` with their timestamps ``ts`` (lists owned by the emitter from
+        now on) to every ordinal, as columns (`Outbox.offer_stamped`); True if all fit."""
+        return self.emit(Stamped(ts, items))
 
     def emit_from(self, iterator: Iterator[Any]) -> bool:
         """Emit as many items of ``iterator`` as fit now; True once it is exhausted and all of
@@ -70,10 +76,13 @@ class Emitter:
             self.emit(chunk)
         return len(chunk) < room and not self.pending
 
-    def _offer(self, ordinal: int, items: list[Any]) -> None:
-        n = self.outbox.offer_batch(items, ordinal)
-        if n < len(items):
-            self.pending.append((ordinal, items[n:]))
+    def _offer(self, ordinal: int, chunk: Chunk) -> None:
+        if isinstance(chunk, Stamped):
+            n = self.outbox.offer_stamped(chunk.ts, chunk.items, ordinal)
+        else:
+            n = self.outbox.offer_batch(chunk, ordinal)
+        if n < len(chunk):
+            self.pending.append((ordinal, chunk_tail(chunk, n)))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

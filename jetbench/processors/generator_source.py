@@ -99,16 +99,12 @@ class GeneratorP(EmittingProcessor):
         seqs = range(seq, seq + n * step, step)
         self._next = seq + n * step
         fn = self.item_fn
-        items: list[Any]
-        if self.timestamped:
+        items = list(seqs) if fn is None else [fn(s) for s in seqs]
+        if self.timestamped:  # (ts, item) pairs, emitted as columns
             t0, ms_per_item = self._start_epoch_ms, 1000.0 / self.rate_per_s
-            if fn is None:
-                items = [(t0 + s * ms_per_item, s) for s in seqs]
-            else:
-                items = [(t0 + s * ms_per_item, fn(s)) for s in seqs]
+            emitter.emit_stamped([t0 + s * ms_per_item for s in seqs], items)
         else:
-            items = list(seqs) if fn is None else [fn(s) for s in seqs]
-        emitter.emit(items)
+            emitter.emit(items)
         return self._next >= end and not emitter.pending
 
 

@@ -8,8 +8,10 @@ out when they cross a frame boundary. The watermark goes right after the item th
 is batched; a batch that raises no watermark (the common case) is emitted whole. An input with
 no item for ``idle_timeout_ms`` of wall time sends the idle marker once, until items arrive again.
 
-Items come out as ``(ts, item)`` pairs; late items (below the last watermark) pass through, the
-window processors downstream drop them.
+Items come out as ``(ts, item)`` pairs, emitted as columns (`Emitter.emit_stamped`: a timestamps
+list beside the items list, no tuple per item; a consumer that does not read columns gets the
+pairs). Late items (below the last watermark) pass through, the window processors downstream
+drop them.
 
 >>> from jetbench.core.inbox import Inbox
 >>> from jetbench.core.outbox import Outbox
@@ -47,7 +49,7 @@ from ..core.clock import SYSTEM_CLOCK
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
-from ..core.items import IDLE_MESSAGE, Watermark
+from ..core.items import IDLE_MESSAGE, Stamped, Watermark
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
@@ -95,11 +97,12 @@ class InsertWatermarksP(Processor):
         self.last_watermark: int | None = None  # the last watermark decided (queued or emitted)
         #: the smallest timestamp that raises the watermark: last + frame + lag
         self._threshold: float = -math.inf
-        #: item lists and watermarks decided but not yet accepted by the outbox, in order
-        self._queue: deque[list[Any] | Watermark] = deque()
+        #: stamped chunks and watermarks decided but not yet accepted by the outbox, in order
+        self._queue: deque[Stamped | Watermark] = deque()
         self._last_item_at = 0.0
         self._monotonic: Callable[[], float] = SYSTEM_CLOCK.monotonic  # the context's clock, from init
         self._idle = False  # the idle marker went out; cleared by the next item
+        self.accepts_stamped = True  # a timestamped input (ts_fn None) is read as columns
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
@@ -136,26 +139,24 @@ class InsertWatermarksP(Processor):
         room = emitter.room()
         if room <= 0:
             return
-        batch = inbox.take(room)
-        if not batch:
-            return
         ts_fn = self.ts_fn
         if ts_fn is None:
-            out = batch
-            top = max(map(_first, batch))
+            stamps, batch = inbox.take_stamped(room)
         else:
+            batch = inbox.take(room)
             stamps = list(map(ts_fn, batch))
-            out = list(zip(stamps, batch, strict=True))
-            top = max(stamps)
+        if not batch:
+            return
+        top = max(stamps)
         self._last_item_at = self._monotonic()
         self._idle = False
         if top < self._threshold:  # no watermark in this batch
-            emitter.emit(out)
+            emitter.emit_stamped(stamps, batch)
             return
-        self._split(out, list(accumulate(map(_first, out), max)))
+        self._split(Stamped(stamps, batch), list(accumulate(stamps, max)))
         self._flush()
 
-    def _split(self, out: list[Any], running_max: list[Any]) -> None:
+    def _split(self, out: Stamped, running_max: list[Any]) -> None:
         """Queue ``out`` with a watermark after each item that raises it."""
         queue = self._queue
         lag, frame = self.allowed_lag, self.throttle_frame
@@ -166,7 +167,7 @@ class InsertWatermarksP(Processor):
         while i < n:
             wm = int((running_max[i] - lag) // frame) * frame
             if self.last_watermark is None or wm > self.last_watermark:
-                queue.append(out[start : i + 1])
+                queue.append(out.slice(start, i + 1))
                 queue.append(Watermark(wm))
                 start = i + 1
                 self.last_watermark = wm
@@ -175,7 +176,7 @@ class InsertWatermarksP(Processor):
             else:  # float rounding at the threshold: look further
                 i += 1
         if start < n:
-            queue.append(out[start:] if start else out)
+            queue.append(out.slice(start) if start else out)
         self._threshold = threshold
 
     def next_wake_time(self) -> float | None:

@@ -35,11 +35,19 @@ class TransformP(EmittingProcessor):
 
     For chains with flat_map it sizes its input batches by the observed expansion, so what the
     outbox refuses (kept until the next call) stays about one batch.
+
+    A timestamped chain reads its input as columns (``accepts_stamped``, `Inbox.take_stamped`)
+    and runs `Transform.columns_fn` on them: a chain of maps hands the timestamps on as they
+    came and builds no ``(ts, item)`` tuple; it emits columns too, or the items alone when it
+    drops the timestamps.
     """
 
     def __init__(self, transform: Transform):
         self._transform = transform
         self._apply = transform._fn  # the compiled chain itself, one call fewer per batch
+        self.accepts_stamped = transform.timestamped
+        self._apply_columns: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] | None = (
+            transform.columns_fn() if transform.timestamped else None)
         self._expands = transform.expands
         self._ratio = 1.0
 
@@ -50,26 +58,31 @@ class TransformP(EmittingProcessor):
         room = emitter.room()
         if room <= 0:
             return
+        take = max(1, int(room / self._ratio)) if self._expands else room
         # a try costs nothing until it raises: the failing item is found on the failure path only
-        if self._expands:
-            take = max(1, int(room / self._ratio))
+        apply_columns = self._apply_columns
+        out_ts: list[Any] | None = None
+        if apply_columns is not None:
+            ts, batch = inbox.take_stamped(take)
+            try:
+                out_ts, out = apply_columns(ts, batch)
+            except Exception as exc:
+                _note_failing_item(exc, batch)
+                raise
+        else:
             batch = inbox.take(take)
             try:
                 out = self._apply(batch)
             except Exception as exc:
                 _note_failing_item(exc, batch)
                 raise
-            if batch:
-                self._ratio = max(1.0, 0.5 * self._ratio + 0.5 * len(out) / len(batch))
-        else:
-            batch = inbox.take(room)
-            try:
-                out = self._apply(batch)
-            except Exception as exc:
-                _note_failing_item(exc, batch)
-                raise
+        if self._expands and batch:
+            self._ratio = max(1.0, 0.5 * self._ratio + 0.5 * len(out) / len(batch))
         if out:
-            emitter.emit(out)
+            if out_ts is None:
+                emitter.emit(out)
+            else:
+                emitter.emit_stamped(out_ts, out)
 
     def complete(self) -> bool:
         return self._emitter.flush()

@@ -31,7 +31,7 @@ class Transform:
     ['a']
     """
 
-    __slots__ = ("steps", "timestamped", "keep_timestamps", "_fn")
+    __slots__ = ("steps", "timestamped", "keep_timestamps", "_fn", "_columns_fn")
 
     def __init__(
         self,
@@ -48,6 +48,7 @@ class Transform:
         self.timestamped = timestamped
         self.keep_timestamps = keep_timestamps
         self._fn = _compile(steps, timestamped, timestamped and keep_timestamps)
+        self._columns_fn: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] | None = None
 
     def _with(self, steps: tuple[tuple[str, Callable[..., Any]], ...], keep_timestamps: bool | None = None) -> Transform:
         keep = self.keep_timestamps if keep_timestamps is None else keep_timestamps
@@ -80,6 +81,26 @@ class Transform:
 
     def __call__(self, batch: list[Any]) -> list[Any]:
         return self._fn(batch)
+
+    def columns_fn(self) -> Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]]:
+        """The chain over a timestamped batch held as columns: ``fn(ts, items)`` returns
+        ``(out_ts, out_items)``, or ``(None, out_items)`` when it drops the timestamps.
+
+        The same as calling the chain on ``zip(ts, items)``, without a tuple per item: a chain of
+        maps only returns ``ts`` itself (the very list); a filter keeps the timestamps of the
+        items it keeps, a flat_map repeats an item's timestamp for each of its outputs.
+
+        >>> Transform(timestamped=True).map(str.upper).columns_fn()([5, 7], ["a", "b"])
+        ([5, 7], ['A', 'B'])
+        >>> Transform(timestamped=True).flat_map(list).filter(str.isupper).columns_fn()([5, 7], ["aB", "CD"])
+        ([5, 7, 7], ['B', 'C', 'D'])
+        """
+        if not self.timestamped:
+            raise ValueError(f"{self!r} is not timestamped: it has no columns form")
+        fn = self._columns_fn
+        if fn is None:
+            fn = self._columns_fn = _compile_columns(self.steps, self.keep_timestamps)
+        return fn
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{kind}({getattr(fn, '__name__', fn)})" for kind, fn in self.steps)
@@ -114,8 +135,52 @@ def _compile(
     if keep and all(kind == FILTER for kind, _ in steps):
         # only filters over (ts, item) pairs: a kept pair goes out as it came, not rebuilt
         tests = " ".join(f"if f{i}({'(x0 := p[1])' if i == 0 else 'x0'})" for i in range(len(steps)))
-        return _eval(f"lambda batch: [p for p in batch {tests}]", steps, env)
-    expr, clauses = "x0", ["for (t, x0) in batch" if timestamped else "for x0 in batch"]
+        fused: Callable[[list[Any]], list[Any]] = _eval(f"lambda batch: [p for p in batch {tests}]", steps, env)
+        return fused
+    expr, clauses = _chain_clauses(steps, "for (t, x0) in batch" if timestamped else "for x0 in batch")
+    if keep:
+        expr = f"(t, {expr})"
+    fused = _eval(f"lambda batch: [{expr} {' '.join(clauses)}]", steps, env)
+    return fused
+
+
+def _compile_columns(
+    steps: tuple[tuple[str, Callable[..., Any]], ...], keep: bool
+) -> Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]]:
+    """`Transform.columns_fn`'s function: one comprehension over the items column, as in
+    `_compile`; unless only maps, the timestamps of what it emits are appended to ``out_ts``
+    by a last ``if`` clause (``list.append`` returns None), once per output item."""
+    env: dict[str, Any] = {f"f{i}": fn for i, (_, fn) in enumerate(steps)}
+    if not keep:
+        env["_items"] = _compile(steps) if steps else _own
+        source = "lambda ts, items: (None, _items(items))"
+    elif not steps:
+        source = "lambda ts, items: (ts, items)"
+    elif all(kind == MAP for kind, _ in steps):  # maps only: the timestamps go on unchanged
+        expr, clauses = _chain_clauses(steps, "for x0 in items")
+        source = f"lambda ts, items: (ts, [{expr} {clauses[0]}])"
+    else:
+        expr, clauses = _chain_clauses(steps, "for (t, x0) in zip(ts, items)")
+        body = f"[{expr} {' '.join(clauses)} if not stamp(t)]"
+        source = f"lambda ts, items: (lambda out_ts, stamp: (out_ts, {body}))(*_new_column())"
+        env["_new_column"] = _new_column
+    fused: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] = _eval(source, steps, env)
+    return fused
+
+
+def _new_column() -> tuple[list[Any], Callable[[Any], None]]:
+    out: list[Any] = []
+    return out, out.append
+
+
+def _own(items: list[Any]) -> list[Any]:
+    return items
+
+
+def _chain_clauses(steps: tuple[tuple[str, Callable[..., Any]], ...], head: str) -> tuple[str, list[str]]:
+    """The output expression and the clauses of the chain's comprehension, the first ``head``
+    (the ``for`` binding ``x0``, the input item)."""
+    expr, clauses = "x0", [head]
     for i, (kind, _) in enumerate(steps):
         if kind == MAP:
             expr = f"f{i}({expr})"
@@ -128,16 +193,13 @@ def _compile(
         else:
             clauses.append(f"for {var} in f{i}({expr})")
             expr = var
-    if keep:
-        expr = f"(t, {expr})"
-    return _eval(f"lambda batch: [{expr} {' '.join(clauses)}]", steps, env)
+    return expr, clauses
 
 
-def _eval(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...],
-          env: dict[str, Any]) -> Callable[[list[Any]], list[Any]]:
+def _eval(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...], env: dict[str, Any]) -> Any:
+    """The function the lambda expression ``source`` makes, in ``env``."""
     filename = _register_source(source, steps)
-    fused: Callable[[list[Any]], list[Any]] = eval(compile(source, filename, "eval"), env)  # noqa: S307 - our own code
-    return fused
+    return eval(compile(source, filename, "eval"), env)  # noqa: S307 - our own code
 
 
 def _register_source(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...]) -> str:
