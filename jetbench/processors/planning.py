@@ -150,6 +150,12 @@ class EventKey:
     def __call__(self, event: tuple[Any, Any]) -> Any:
         return self.key_fn(event[1])
 
+    @property
+    def item_key(self) -> Callable[[Any], Any]:
+        """The key as a function of the item alone: a partitioned edge routes a stamped chunk
+        (`jetbench.core.items.Stamped`) by it without building the ``(ts, item)`` pairs."""
+        return self.key_fn
+
     def __getstate__(self) -> Any:
         return self.key_fn
 
