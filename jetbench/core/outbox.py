@@ -14,7 +14,7 @@ from itertools import islice
 from typing import Any
 
 from .errors import JetbenchError
-from .items import Chunk, Stamped, Watermark
+from .items import Chunk, Stamped, Watermark, chunk_len
 from .native import mypyc_attr
 
 DEFAULT_OUTBOX_CAPACITY = 1024
@@ -53,7 +53,7 @@ class Outbox:
         """How many more items bucket ``ordinal`` accepts now (0 while a watermark is pending)."""
         if self._control is not None:
             return 0
-        return self.capacity - len(self._bucket(ordinal))
+        return self.capacity - chunk_len(self._bucket(ordinal))
 
     def offer(self, item: Any, ordinal: int | Sequence[int] | None = None) -> bool:
         """Offer one item to ``ordinal`` (None: every ordinal; or a sequence of ordinals).
@@ -122,12 +122,13 @@ class Outbox:
         if self._control is not None or n == 0:
             return 0
         bucket = self._bucket(ordinal)
-        free = self.capacity - len(bucket)
+        used = chunk_len(bucket)
+        free = self.capacity - used
         if n > free:
             if free <= 0:
                 return 0
             ts, items, n = ts[:free], items[:free], free
-        if not bucket:
+        if not used:
             self._buckets[ordinal] = Stamped(ts, items)
         elif isinstance(bucket, Stamped):
             bucket.ts += ts

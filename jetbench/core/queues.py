@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .items import DONE, Chunk, Stamped, Watermark, chunk_head
+from .items import DONE, Chunk, Stamped, Watermark, chunk_head, chunk_len
 from .watermarks import WatermarkCoalescer
 
 #: Capacity, in items, of each queue of an edge unless `Edge.queue_size` says otherwise.
@@ -48,7 +48,7 @@ class SPSCQueue:
         free = self.capacity - self.offered + self.polled
         if free <= 0:
             return 0
-        n = len(chunk)
+        n = chunk_len(chunk)
         if n > free:
             chunk = chunk_head(chunk, free)
             n = free
@@ -120,19 +120,19 @@ class InboundStream:
             chunks = q.chunks
             while chunks:
                 chunk = chunks.popleft()
-                cls = chunk.__class__
+                cls = type(chunk)
                 if cls is list or cls is Stamped:
                     if result is None:
                         result = chunk
-                    elif result.__class__ is not cls:
+                    elif type(result) is not cls:
                         chunks.appendleft(chunk)  # the other kind of chunk: the next drain's
                         break
                     else:
                         join_chunk(result, chunk)
-                    q.polled += len(chunk)
+                    q.polled += chunk_len(chunk)
                     if coalescer.any_idle:
                         coalescer.mark_active(q.index)
-                    if len(result) >= limit:
+                    if chunk_len(result) >= limit:
                         break
                     continue
                 q.polled += 1
@@ -147,7 +147,7 @@ class InboundStream:
                         self._retire(retired)
                     return result
                 break
-            if result is not None and len(result) >= limit:
+            if result is not None and chunk_len(result) >= limit:
                 break
         if retired is not None:
             self._retire(retired)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from .errors import DagError
-from .items import Chunk, Stamped, chunk_copy, chunk_tail
+from .items import Chunk, Stamped, chunk_copy, chunk_len, chunk_tail
 from .queues import SPSCQueue
 
 
@@ -80,7 +80,7 @@ class RoundRobinCollector(Collector):
         n = len(targets)
         if n == 1:
             moved = targets[0].offer_chunk(chunk)
-            if moved < len(chunk):
+            if moved < chunk_len(chunk):
                 self._rest = chunk_tail(chunk, moved)
                 self.pending = True
             return moved
@@ -91,7 +91,7 @@ class RoundRobinCollector(Collector):
             cursor = cursor + 1 if cursor + 1 < n else 0
             if moved:
                 total += moved
-                if moved == len(chunk):
+                if moved == chunk_len(chunk):
                     self._cursor = cursor
                     return total
                 chunk = chunk_tail(chunk, moved)
@@ -124,7 +124,7 @@ class PerTargetCollector(Collector):
             if part:
                 k = q.offer_chunk(part)
                 moved += k
-                if k < len(part):
+                if k < chunk_len(part):
                     rests[i] = chunk_tail(part, k)
                     pending = True
                 else:

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from .errors import JetbenchError
 from .inbox import Inbox
-from .items import DONE, Chunk, SnapshotBarrier, Stamped
+from .items import DONE, Chunk, SnapshotBarrier, Stamped, chunk_len
 from .metrics import InboundBarrier
 from .processor import Processor, ProcessorContext
 from .queues import InboundStream, SPSCQueue, join_chunk
@@ -107,19 +107,19 @@ class BarrierInboundStream(InboundStream):
             chunks = q.chunks
             while chunks:
                 chunk = chunks.popleft()
-                cls = chunk.__class__
+                cls = type(chunk)
                 if cls is list or cls is Stamped:
                     if result is None:
                         result = chunk
-                    elif result.__class__ is not cls:
+                    elif type(result) is not cls:
                         chunks.appendleft(chunk)  # the other kind of chunk: the next drain's
                         break
                     else:
                         join_chunk(result, chunk)
-                    q.polled += len(chunk)
+                    q.polled += chunk_len(chunk)
                     if coalescer.any_idle:
                         coalescer.mark_active(q.index)
-                    if len(result) >= limit:
+                    if chunk_len(result) >= limit:
                         break
                     continue
                 q.polled += 1
@@ -142,7 +142,7 @@ class BarrierInboundStream(InboundStream):
                     self._check_barrier()
                     return result
                 break
-            if result is not None and len(result) >= limit:
+            if result is not None and chunk_len(result) >= limit:
                 break
         if retired is not None:
             self._retire(retired)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from .inbox import Inbox
-from .items import DONE, Chunk, Stamped, Watermark
+from .items import DONE, Chunk, Stamped, Watermark, chunk_len
 from .metrics import InboundBarrier, TaskletStatistics
 from .outbox import BlockingOutbox, Outbox
 from .processor import Processor, ProcessorContext
@@ -299,9 +299,10 @@ class ProcessorTasklet:
                 moved += collector.push()
             if not collector.pending:
                 bucket = buckets[ordinal]
-                if bucket:
+                n = chunk_len(bucket)
+                if n:
                     buckets[ordinal] = []
-                    self.emitted_count += len(bucket)
+                    self.emitted_count += n
                     moved += collector.route(bucket)
             if collector.pending or buckets[ordinal]:
                 backlog = True

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from ..core.items import Chunk, Stamped, Watermark, chunk_copy, chunk_tail
+from ..core.items import Chunk, Stamped, Watermark, chunk_copy, chunk_len, chunk_tail
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
@@ -63,7 +63,13 @@ class Emitter:
     def emit_stamped(self, ts: list[Any], items: list[Any]) -> bool:
         """Offer the items ``items`` with their timestamps ``ts`` (lists owned by the emitter from
         now on) to every ordinal, as columns (`Outbox.offer_stamped`); True if all fit."""
-        return self.emit(Stamped(ts, items))
+        if len(self._ordinals) != 1:
+            return self.emit(Stamped(ts, items))
+        n = self.outbox.offer_stamped(ts, items, 0)
+        if n < len(items):
+            self.pending.append((0, Stamped(ts[n:], items[n:])))
+            return False
+        return True
 
     def emit_from(self, iterator: Iterator[Any]) -> bool:
         """Emit as many items of ``iterator`` as fit now; True once it is exhausted and all of
@@ -81,7 +87,7 @@ class Emitter:
             n = self.outbox.offer_stamped(chunk.ts, chunk.items, ordinal)
         else:
             n = self.outbox.offer_batch(chunk, ordinal)
-        if n < len(chunk):
+        if n < chunk_len(chunk):
             self.pending.append((ordinal, chunk_tail(chunk, n)))
 
 

@@ -37,9 +37,9 @@ class TransformP(EmittingProcessor):
     outbox refuses (kept until the next call) stays about one batch.
 
     A timestamped chain reads its input as columns (``accepts_stamped``, `Inbox.take_stamped`)
-    and runs `Transform.columns_fn` on them: a chain of maps hands the timestamps on as they
-    came and builds no ``(ts, item)`` tuple; it emits columns too, or the items alone when it
-    drops the timestamps.
+    and builds no ``(ts, item)`` tuple: a chain of maps runs on the items column and hands the
+    timestamps column on as it came (the very list); any other runs `Transform.columns_fn`. It
+    emits columns too, or the items alone when it drops the timestamps.
     """
 
     def __init__(self, transform: Transform):
@@ -48,6 +48,10 @@ class TransformP(EmittingProcessor):
         self.accepts_stamped = transform.timestamped
         self._apply_columns: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] | None = (
             transform.columns_fn() if transform.timestamped else None)
+        #: a chain of maps only over columns: the plain chain on the items, the timestamps as they came
+        self._items_only = transform.keeps_timestamps_as_they_are
+        if self._items_only:
+            self._apply = transform.items_fn()
         self._expands = transform.expands
         self._ratio = 1.0
 
@@ -60,22 +64,23 @@ class TransformP(EmittingProcessor):
             return
         take = max(1, int(room / self._ratio)) if self._expands else room
         # a try costs nothing until it raises: the failing item is found on the failure path only
-        apply_columns = self._apply_columns
-        out_ts: list[Any] | None = None
-        if apply_columns is not None:
+        ts: list[Any] = []
+        if self.accepts_stamped:
             ts, batch = inbox.take_stamped(take)
-            try:
-                out_ts, out = apply_columns(ts, batch)
-            except Exception as exc:
-                _note_failing_item(exc, batch)
-                raise
         else:
             batch = inbox.take(take)
-            try:
+        apply_columns = self._apply_columns
+        out_ts: list[Any] | None = None
+        try:
+            if apply_columns is None:
                 out = self._apply(batch)
-            except Exception as exc:
-                _note_failing_item(exc, batch)
-                raise
+            elif self._items_only:
+                out, out_ts = self._apply(batch), ts
+            else:
+                out_ts, out = apply_columns(ts, batch)
+        except Exception as exc:
+            _note_failing_item(exc, batch)
+            raise
         if self._expands and batch:
             self._ratio = max(1.0, 0.5 * self._ratio + 0.5 * len(out) / len(batch))
         if out:

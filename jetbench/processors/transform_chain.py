@@ -82,6 +82,18 @@ class Transform:
     def __call__(self, batch: list[Any]) -> list[Any]:
         return self._fn(batch)
 
+    def items_fn(self) -> Callable[[list[Any]], list[Any]]:
+        """The steps on plain items (e.g. a timestamped batch's items column); with no step, the
+        very list it is given."""
+        return _compile(self.steps) if self.steps else _own
+
+    @property
+    def keeps_timestamps_as_they_are(self) -> bool:
+        """A timestamped chain of maps only (or no step) that keeps the timestamps: each output
+        has the timestamp at the same position in the input, so the chain can run on the items
+        column alone (``Transform(self.steps)``) and the timestamps column goes on as it came."""
+        return self.timestamped and self.keep_timestamps and all(kind == MAP for kind, _ in self.steps)
+
     def columns_fn(self) -> Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]]:
         """The chain over a timestamped batch held as columns: ``fn(ts, items)`` returns
         ``(out_ts, out_items)``, or ``(None, out_items)`` when it drops the timestamps.
@@ -152,7 +164,7 @@ def _compile_columns(
     by a last ``if`` clause (``list.append`` returns None), once per output item."""
     env: dict[str, Any] = {f"f{i}": fn for i, (_, fn) in enumerate(steps)}
     if not keep:
-        env["_items"] = _compile(steps) if steps else _own
+        env["_items"] = _compile(steps) if steps else _own  # Transform.items_fn
         source = "lambda ts, items: (None, _items(items))"
     elif not steps:
         source = "lambda ts, items: (ts, items)"
