@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -34,6 +35,8 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "merge_in_harness": (bool, False, "leave a lifted combine's accumulators to the merge step in the SDK harness "
                          "rather than merging them in the grouping vertex as they arrive (for comparisons)"),
     "drain": (bool, False, "run as a drain: splittable DoFns truncate their restrictions (Beam's is_drain)"),
+    "gc_freeze": (bool, True, "keep the objects alive when the job starts out of Python's full garbage collections "
+                  "while it runs (gc.freeze, undone when it ends; jetbench.beam.heap); --no-jetbench_gc_freeze: off"),
 }
 
 
@@ -43,7 +46,10 @@ class JetbenchOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser: Any) -> None:
         for name, (kind, default, text) in SETTINGS.items():
-            if kind is bool:
+            if kind is bool and default:  # on unless --no-jetbench_<name>
+                parser.add_argument(f"--jetbench_{name}", action=argparse.BooleanOptionalAction, default=default,
+                                    help=text)
+            elif kind is bool:
                 parser.add_argument(f"--jetbench_{name}", action="store_true", default=default, help=text)
             else:
                 parser.add_argument(f"--jetbench_{name}", type=kind, default=default, help=text)
