@@ -4,11 +4,12 @@
 >>> from apache_beam.options.pipeline_options import PipelineOptions
 >>> o = PipelineOptions(["--jetbench_cooperative_threads=3"]).view_as(JetbenchOptions)
 >>> o.jetbench_cooperative_threads, o.jetbench_idle_strategy
-(3, 'backoff')
+(3, 'timer')
 """
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -17,11 +18,14 @@ __all__ = ["JetbenchOptions", "SETTINGS"]
 
 #: setting -> (type, default, help); the option is ``--jetbench_<setting>``
 SETTINGS: dict[str, tuple[type, Any, str]] = {
-    "cooperative_threads": (int, 2, "cooperative worker threads (Impulse, Flatten, GroupByKey run on them)"),
+    "cooperative_threads": (int, 1, "cooperative worker threads (Impulse, Flatten, GroupByKey run on them); one by "
+                            "default: under the GIL a second one runs no Python in parallel, it only contends for it"),
     "parallelism": (int, None, "instances per vertex but Impulse (default: the cooperative threads)"),
     "min_idle_us": (float, 25.0, "the idle floor: a worker's first park after a round without progress, in us"),
-    "max_idle_us": (float, 500.0, "the longest park of an idle cooperative worker, in us"),
-    "idle_strategy": (str, "backoff", "what an idle worker does: 'backoff' or 'timer'"),
+    "max_idle_us": (float, 5000.0, "the longest park of an idle cooperative worker, in us (the 'timer' strategy "
+                    "wakes it as soon as a stage thread makes progress)"),
+    "idle_strategy": (str, "timer", "what an idle cooperative worker does: 'timer' (park until woken by a stage's "
+                      "progress, at most max_idle_us) or 'backoff' (Jet's blind doubling park)"),
     "queue_size": (int, None, "capacity in items (encoded chunks) of each queue of each edge"),
     "outbox_capacity": (int, 1024, "items a vertex's outbox holds per edge before it refuses more; with a guarantee, "
                         "a small one keeps the data ahead of a snapshot barrier short"),
@@ -34,6 +38,8 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "merge_in_harness": (bool, False, "leave a lifted combine's accumulators to the merge step in the SDK harness "
                          "rather than merging them in the grouping vertex as they arrive (for comparisons)"),
     "drain": (bool, False, "run as a drain: splittable DoFns truncate their restrictions (Beam's is_drain)"),
+    "gc_freeze": (bool, True, "keep the objects alive when the job starts out of Python's full garbage collections "
+                  "while it runs (gc.freeze, undone when it ends; jetbench.beam.heap); --no-jetbench_gc_freeze: off"),
 }
 
 
@@ -43,7 +49,10 @@ class JetbenchOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser: Any) -> None:
         for name, (kind, default, text) in SETTINGS.items():
-            if kind is bool:
+            if kind is bool and default:  # on unless --no-jetbench_<name>
+                parser.add_argument(f"--jetbench_{name}", action=argparse.BooleanOptionalAction, default=default,
+                                    help=text)
+            elif kind is bool:
                 parser.add_argument(f"--jetbench_{name}", action="store_true", default=default, help=text)
             else:
                 parser.add_argument(f"--jetbench_{name}", type=kind, default=default, help=text)

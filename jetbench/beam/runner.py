@@ -34,6 +34,7 @@ from apache_beam.utils import proto_utils
 from ..core.execution import ExecutionService
 from .errors import BeamRunnerError, UnsupportedBeamFeature
 from .guarantees import job_config
+from .heap import FROZEN_HEAP
 from .options import SETTINGS, JetbenchOptions
 from .result import JetbenchPipelineResult
 from .translation import BeamPlan, optimize, translate
@@ -54,7 +55,7 @@ class JetbenchRunner(PipelineRunner):
     """Runs Beam pipelines as jetbench jobs. Keyword arguments override the pipeline's
     `JetbenchOptions` (``cooperative_threads``, ``parallelism``, ``min_idle_us``,
     ``max_idle_us``, ``idle_strategy``, ``queue_size``, ``outbox_capacity``, ``processing_guarantee``, ``snapshot_interval_ms``,
-    ``max_restarts``, ``snapshot_store``, ``resume``, ``merge_in_harness``, ``drain``)."""
+    ``max_restarts``, ``snapshot_store``, ``resume``, ``merge_in_harness``, ``drain``, ``gc_freeze``)."""
 
     def __init__(self, **settings: Any):
         unknown = sorted(set(settings) - set(SETTINGS))
@@ -76,7 +77,16 @@ class JetbenchRunner(PipelineRunner):
         service = ExecutionService(cooperative_threads=settings["cooperative_threads"],
                                    min_idle_us=settings["min_idle_us"], max_idle_us=settings["max_idle_us"],
                                    idle=settings["idle_strategy"], outbox_capacity=settings["outbox_capacity"])
-        job = service.submit(plan.dag, name=name, config=config)
+        if settings["gc_freeze"]:
+            FROZEN_HEAP.acquire()
+            try:
+                job = service.submit(plan.dag, name=name, config=config)
+            except BaseException:
+                FROZEN_HEAP.release()
+                raise
+            job.add_done_listener(lambda _: FROZEN_HEAP.release())
+        else:
+            job = service.submit(plan.dag, name=name, config=config)
         return JetbenchPipelineResult(job, plan)
 
     @classmethod

@@ -125,6 +125,16 @@ def _count_one(acc: int, _item: Any) -> int:
     return acc + 1
 
 
+def adds_one(op: AggregateOperation) -> bool:
+    """True when ``op.accumulate(acc, item)`` is ``acc + 1`` whatever the item (the library's
+    `counting`): a per-item path may then add the one itself, without a call per item.
+
+    >>> adds_one(counting()), adds_one(summing())
+    (True, False)
+    """
+    return op.accumulate is _count_one
+
+
 def _count_all(acc: int, items: list[Any]) -> int:
     return acc + len(items)
 

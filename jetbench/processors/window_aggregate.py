@@ -42,7 +42,13 @@ from ..core.inbox import Inbox
 from ..core.items import Watermark
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
-from .aggregate_operation import AggregateOperation, _identity, is_identity, require_operation
+from .aggregate_operation import (
+    AggregateOperation,
+    _identity,
+    adds_one,
+    is_identity,
+    require_operation,
+)
 from .builder_kind import (
     AGGREGATE_IMPORT,
     OP,
@@ -517,6 +523,7 @@ class SessionWindowP(Processor):
         key_fn = self.key_fn
         create = self.op.create
         accumulate = self.op.accumulate
+        counts = adds_one(self.op)  # counting: an in-order event adds one in place, no call
         deadlines = self._deadlines
         push = heapq.heappush
         late = 0
@@ -537,7 +544,10 @@ class SessionWindowP(Processor):
                 if ts <= last[1]:
                     if end > last[1]:
                         last[1] = end
-                    last[2] = accumulate(last[2], item)
+                    if counts:
+                        last[2] += 1
+                    else:
+                        last[2] = accumulate(last[2], item)
                 else:  # not the earliest session: the key's deadline entry already covers it
                     tails[key] = last = [ts, end, accumulate(create(), item)]
                     sessions[key].append(last)

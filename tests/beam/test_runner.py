@@ -3,6 +3,7 @@ the pipeline on a wrong result), the DAG a pipeline becomes, errors, metrics, ca
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from jetbench.beam import (
     JetbenchRunner,
     UnsupportedBeamFeature,
 )
+from jetbench.beam.heap import FROZEN_HEAP, FrozenHeap
 from jetbench.core.errors import JetbenchError, JobError
 from jetbench.core.job import JobStatus
 from jetbench.notebook.dashboard_model import DashboardModel
@@ -323,11 +325,55 @@ def test_cancel_ends_the_job():
     assert result.job.live_threads() == []
 
 
+_FREEZE_SEEN: list[int] = []
+
+
+def _note_freeze(x):
+    _FREEZE_SEEN.append(gc.get_freeze_count())
+    return x
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_heap_alive_at_the_start_is_frozen_while_the_job_runs(on):
+    """gc_freeze (the default): the bundles run with the heap of before the job in the permanent
+    generation; it is back in the collector's generations once the job has ended."""
+    assert gc.get_freeze_count() == 0
+    _FREEZE_SEEN.clear()
+    p = beam.Pipeline(runner=JetbenchRunner(gc_freeze=on))
+    assert_that(p | beam.Create([1, 2, 3]) | beam.Map(_note_freeze), equal_to([1, 2, 3]))
+    assert p.run().wait_until_finish() == PipelineState.DONE
+    assert len(_FREEZE_SEEN) == 3
+    assert all(n > 1000 for n in _FREEZE_SEEN) if on else _FREEZE_SEEN == [0, 0, 0]
+    assert gc.get_freeze_count() == 0
+
+
+def test_overlapping_jobs_share_one_freeze_and_a_failed_job_releases_it():
+    heap = FrozenHeap()
+    heap.acquire()
+    heap.acquire()
+    heap.release()
+    assert gc.get_freeze_count() > 0 and heap.holders == 1
+    heap.release()
+    heap.release()  # one release too many is ignored
+    assert (gc.get_freeze_count(), heap.holders, heap.freezes) == (0, 0, 1)
+    gc.freeze()  # a freeze the process made itself is neither redone nor undone
+    try:
+        heap.acquire()
+        heap.release()
+        assert gc.get_freeze_count() > 0 and heap.freezes == 1
+    finally:
+        gc.unfreeze()
+    with pytest.raises(JobError), beam.Pipeline(runner=JetbenchRunner()) as p:
+        _ = p | beam.Create([1]) | beam.Map(lambda x: 1 / 0)
+    assert gc.get_freeze_count() == 0 and FROZEN_HEAP.holders == 0
+
+
 def test_the_runner_named_on_the_command_line():
     options = PipelineOptions(["--runner=jetbench.beam.JetbenchRunner", "--jetbench_cooperative_threads=1",
                                "--jetbench_queue_size=16", "--jetbench_idle_strategy=timer",
-                               "--jetbench_min_idle_us=100", "--jetbench_max_idle_us=2000"])
+                               "--jetbench_min_idle_us=100", "--jetbench_max_idle_us=2000", "--no-jetbench_gc_freeze"])
     p = beam.Pipeline(options=options)
+    freezes = FROZEN_HEAP.freezes
     assert_that(p | beam.Create([3, 1, 2]) | beam.Map(lambda x: x * x), equal_to([1, 4, 9]))
     result = p.run()
     assert isinstance(result, JetbenchPipelineResult)
@@ -336,6 +382,7 @@ def test_the_runner_named_on_the_command_line():
     service = result.job.service
     assert (service.cooperative_threads, service.idle_strategy) == (1, "timer")
     assert (service.idle.min_idle_us, service.idle.max_idle_us) == (100, 2000)
+    assert FROZEN_HEAP.freezes == freezes  # --no-jetbench_gc_freeze
 
 
 def test_the_dashboard_shows_the_beam_stages():

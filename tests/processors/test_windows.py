@@ -21,7 +21,13 @@ from window_helpers import (
 
 from jetbench.core.errors import JetbenchError
 from jetbench.core.items import Watermark
-from jetbench.processors.aggregate_operation import AggregateOperation, counting, summing, to_list
+from jetbench.processors.aggregate_operation import (
+    AggregateOperation,
+    adds_one,
+    counting,
+    summing,
+    to_list,
+)
 from jetbench.processors.window_aggregate import SessionWindowP, SlidingWindowP, window_aggregate
 from jetbench.processors.window_definition import (
     WindowDefinition,
@@ -368,3 +374,16 @@ def test_session_last_of_each_key_is_its_latest_session(steps, gap, keyed, drive
     drive(p, steps, *drive_args, complete=False)
     assert p._last.keys() == p.sessions.keys()
     assert all(p._last[k] is ss[-1] for k, ss in p.sessions.items())
+
+
+@_SETTINGS
+@given(steps=scenarios(), gap=st.integers(1, 50), keyed=st.booleans(), drive_args=_DRIVE)
+def test_session_counting_in_place_equals_accumulate_calls(steps, gap, keyed, drive_args):
+    """counting in session windows adds one in place on the in-order path (`adds_one`); the
+    same operation with an accumulate of its own goes through the calls: the same results."""
+    by_calls = dataclasses.replace(counting(), accumulate=lambda acc, _item: acc + 1)
+    assert adds_one(counting()) and not adds_one(by_calls)
+    key_fn = key0 if keyed else None
+    fast, slow = SessionWindowP(key_fn, counting(), gap), SessionWindowP(key_fn, by_calls, gap)
+    assert drive(fast, steps, *drive_args) == drive(slow, steps, *drive_args)
+    assert fast.late_events_dropped == slow.late_events_dropped

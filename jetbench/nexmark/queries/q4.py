@@ -7,6 +7,7 @@ winning-bid window). SMOKE (10,000 events, 100 generators): 40 results in Beam's
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from ...pipeline.stages import Stage
@@ -15,15 +16,11 @@ from ...processors.window_definition import WindowResult, sliding
 from ..config import NexmarkConfig
 from ..java_random import java_round
 from .q9 import winning_bids
-from .results import AuctionBid, CategoryPrice
+from .results import CategoryPrice
 
-
-def category_of(winner: AuctionBid) -> int:
-    return winner.auction.category
-
-
-def price_of(winner: AuctionBid) -> int:
-    return winner.bid.price
+#: a winner's category and price (C-level attribute getters: no Python call per winner)
+category_of = attrgetter("auction.category")
+price_of = attrgetter("bid.price")
 
 
 def category_price(result: WindowResult) -> CategoryPrice:

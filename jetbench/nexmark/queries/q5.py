@@ -11,23 +11,20 @@ window). Emits `AuctionCount(window_start, window_end, auction, num)`. SMOKE (10
 
 from __future__ import annotations
 
-from typing import Any
+from operator import attrgetter
 
 from ...pipeline.stages import Stage
 from ...processors.aggregate_operation import counting
 from ...processors.window_definition import WindowResult, sliding, tumbling
 from ..config import NexmarkConfig
-from ..model import Bid, is_bid
+from ..model import is_bid
 from .max_all import max_all_by
 from .results import AuctionCount
 
-
-def auction_of(bid: Bid) -> int:
-    return bid.auction
-
-
-def count_of(result: WindowResult) -> Any:
-    return result.value
+#: a bid's auction (a C-level attribute getter: no Python call per bid)
+auction_of = attrgetter("auction")
+#: a window result's count
+count_of = attrgetter("value")
 
 
 def hot_items(top: WindowResult) -> list[AuctionCount]:
