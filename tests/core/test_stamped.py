@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from jetbench import DAG, Edge, ExecutionService, Processor
 from jetbench.core.errors import JetbenchError
 from jetbench.core.inbox import Inbox
 from jetbench.core.items import DONE, SnapshotBarrier, Stamped, Watermark, chunk_tail, unzip_pairs
@@ -14,8 +13,6 @@ from jetbench.core.outbox import BlockingOutbox, Outbox
 from jetbench.core.queues import InboundStream, SPSCQueue
 from jetbench.core.routing import BroadcastCollector, PartitionedCollector, RoundRobinCollector
 from jetbench.core.snapshot_tasklet import BarrierInboundStream
-from jetbench.processors import Transform, collect_sink, items_source, transform_processor
-from jetbench.processors.insert_watermarks import insert_watermarks
 from jetbench.processors.planning import EventKey
 
 
@@ -237,77 +234,3 @@ def test_round_robin_keeps_the_refused_tail_as_a_stamped_chunk():
     targets[0].polled = 2
     assert collector.push() == 1
     assert isinstance(targets[0].chunks[0], Stamped)
-
-
-# -- in a job: who gets columns, who gets pairs; counts per vertex --------------------------------
-
-
-class PairReader(Processor):
-    """A user processor that did not opt in: it must see (ts, item) pairs."""
-
-    def process(self, ordinal, inbox):
-        while inbox:
-            item = inbox.peek()
-            assert type(item) is tuple and len(item) == 2, item
-            if not self.outbox.offer((item[0], ("seen", item[1]))):
-                return
-            inbox.remove()
-
-
-class ColumnReader(Processor):
-    """A user processor that opted in: it reads and emits columns."""
-
-    accepts_stamped = True
-
-    def process(self, ordinal, inbox):
-        room = self.outbox.room()
-        if room <= 0:
-            return
-        ts, items = inbox.take_stamped(room)
-        self.outbox.offer_stamped(ts, [x * 10 for x in items])
-
-
-def _timestamped_dag(n: int, sink_reads_pairs: bool = True) -> DAG:
-    dag = DAG()
-    src = dag.new_vertex("source", items_source(list(range(n))), 1)
-    wm = dag.new_vertex("watermarks", insert_watermarks(lambda x: x * 2, 0, 10), 1)
-    cols = dag.new_vertex("columns", ColumnReader, 2)
-    even = dag.new_vertex("filter", transform_processor(Transform(timestamped=True).filter(lambda x: x % 20 == 0)), 2)
-    twice = dag.new_vertex("twice", transform_processor(Transform(timestamped=True).flat_map(lambda x: [x, -x])), 1)
-    pairs = dag.new_vertex("pairs", PairReader, 2)
-    sink = dag.new_vertex("sink", collect_sink(), 1)
-    dag.edge(Edge.between(src, wm)).edge(Edge.between(wm, cols).queue_size(3))
-    dag.edge(Edge.between(cols, even).partitioned(EventKey(lambda x: x % 7)).queue_size(5))
-    dag.edge(Edge.between(even, twice)).edge(Edge.between(twice, pairs).partitioned(lambda p: p[0] % 3))
-    dag.edge(Edge.between(pairs, sink))
-    return dag
-
-
-def test_a_mixed_job_gives_the_pairs_and_the_counts_per_vertex_of_its_definition():
-    n = 1000
-    job = ExecutionService(cooperative_threads=2, outbox_capacity=16).submit(_timestamped_dag(n))
-    result = job.join(timeout=60)
-    expected = []
-    for x in range(n):
-        t, y = 2 * x, 10 * x
-        if y % 20 == 0:
-            expected += [(t, ("seen", y)), (t, ("seen", -y))]
-    assert sorted(result) == sorted(expected)
-    # counts in items, whatever the chunks: a change in them is a change of meaning
-    counts = {v: (m["received_count"], m["emitted_count"]) for v, m in job.metrics().by_vertex().items()}
-    kept = n // 2
-    assert counts == {
-        "source": (0, n), "watermarks": (n, n), "columns": (n, n), "filter": (n, kept),
-        "twice": (kept, 2 * kept), "pairs": (2 * kept, 2 * kept), "sink": (2 * kept, 0),
-    }
-
-
-def test_a_processor_that_did_not_opt_in_gets_pairs_from_a_stamped_producer():
-    assert Processor().accepts_stamped is False  # the default
-    dag = DAG()
-    src = dag.new_vertex("source", items_source(["a", "b", "c"]), 1)
-    wm = dag.new_vertex("watermarks", insert_watermarks(ord, 0, 1), 1)
-    pairs = dag.new_vertex("pairs", PairReader, 1)
-    sink = dag.new_vertex("sink", collect_sink(), 1)
-    dag.edge(Edge.between(src, wm)).edge(Edge.between(wm, pairs)).edge(Edge.between(pairs, sink))
-    assert ExecutionService().run(dag, timeout=30) == [(97, ("seen", "a")), (98, ("seen", "b")), (99, ("seen", "c"))]

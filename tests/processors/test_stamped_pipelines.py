@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jetbench import DAG, Edge, ExecutionService, Processor, Watermark
-from jetbench.processors import Transform, items_source, transform_processor
+from jetbench.processors import Transform, collect_sink, items_source, transform_processor
 from jetbench.processors.insert_watermarks import insert_watermarks
 from jetbench.processors.planning import EventKey
 
@@ -73,11 +73,13 @@ specs = st.builds(
 
 
 class PairsUser(Processor):
-    """Did not opt in: reads (ts, item) pairs one by one, emits pairs."""
+    """Did not opt in: must see (ts, item) pairs; reads them one by one, emits pairs."""
 
     def process(self, ordinal, inbox):
         while inbox:
-            t, x = inbox.peek()
+            pair = inbox.peek()
+            assert type(pair) is tuple and len(pair) == 2, pair
+            t, x = pair
             if not self.outbox.offer((t, x + 3)):
                 return
             inbox.remove()
@@ -208,3 +210,48 @@ def test_stamped_transport_gives_the_item_by_item_result(spec):
     items, late = service.run(_build(spec), timeout=60)  # the one sink instance's result_part
     assert Counter(items) == _reference(spec)
     assert not late, late[:5]
+
+
+# -- one job: who gets columns, who gets pairs; counts per vertex --------------------------------
+
+
+def _mixed_dag(n: int) -> DAG:
+    dag = DAG()
+    src = dag.new_vertex("source", items_source(list(range(n))), 1)
+    wm = dag.new_vertex("watermarks", insert_watermarks(lambda x: x * 2, 0, 10), 1)
+    cols = dag.new_vertex("columns", ColumnsUser, 2)
+    even = dag.new_vertex("filter", transform_processor(Transform(timestamped=True).filter(lambda x: x % 2 == 0)), 2)
+    twice = dag.new_vertex("twice", transform_processor(Transform(timestamped=True).flat_map(lambda x: [x, -x])), 1)
+    pairs = dag.new_vertex("pairs", PairsUser, 2)
+    sink = dag.new_vertex("sink", collect_sink(), 1)
+    dag.edge(Edge.between(src, wm)).edge(Edge.between(wm, cols).queue_size(3))
+    dag.edge(Edge.between(cols, even).partitioned(EventKey(lambda x: x % 7)).queue_size(5))
+    dag.edge(Edge.between(even, twice)).edge(Edge.between(twice, pairs).partitioned(lambda p: p[0] % 3))
+    dag.edge(Edge.between(pairs, sink))
+    return dag
+
+
+def test_a_mixed_job_gives_the_pairs_and_the_counts_per_vertex_of_its_definition():
+    n = 1000
+    job = ExecutionService(cooperative_threads=2, outbox_capacity=16).submit(_mixed_dag(n))
+    result = job.join(timeout=60)
+    expected = [(2 * x, y + 3) for x in range(n) if (3 * x) % 2 == 0 for y in (3 * x, -3 * x)]
+    assert sorted(result) == sorted(expected)
+    # counts in items, whatever the chunks: a change in them is a change of meaning
+    counts = {v: (m["received_count"], m["emitted_count"]) for v, m in job.metrics().by_vertex().items()}
+    kept = n // 2
+    assert counts == {
+        "source": (0, n), "watermarks": (n, n), "columns": (n, n), "filter": (n, kept),
+        "twice": (kept, 2 * kept), "pairs": (2 * kept, 2 * kept), "sink": (2 * kept, 0),
+    }
+
+
+def test_a_processor_that_did_not_opt_in_gets_pairs_from_a_stamped_producer():
+    assert Processor().accepts_stamped is False  # the default
+    dag = DAG()
+    src = dag.new_vertex("source", items_source([1, 2, 3]), 1)
+    wm = dag.new_vertex("watermarks", insert_watermarks(lambda x: x * 10, 0, 1), 1)
+    pairs = dag.new_vertex("pairs", PairsUser, 1)
+    sink = dag.new_vertex("sink", collect_sink(), 1)
+    dag.edge(Edge.between(src, wm)).edge(Edge.between(wm, pairs)).edge(Edge.between(pairs, sink))
+    assert ExecutionService().run(dag, timeout=30) == [(10, 4), (20, 5), (30, 6)]
