@@ -17,10 +17,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jetbench import DAG, Edge, ExecutionService, Processor, Watermark
+from jetbench.core.errors import JetbenchError
 from jetbench.processors import Transform, collect_sink, items_source, transform_processor
 from jetbench.processors.insert_watermarks import insert_watermarks
 from jetbench.processors.planning import EventKey
@@ -255,3 +257,12 @@ def test_a_processor_that_did_not_opt_in_gets_pairs_from_a_stamped_producer():
     sink = dag.new_vertex("sink", collect_sink(), 1)
     dag.edge(Edge.between(src, wm)).edge(Edge.between(wm, pairs)).edge(Edge.between(pairs, sink))
     assert ExecutionService().run(dag, timeout=30) == [(10, 4), (20, 5), (30, 6)]
+
+
+def test_a_timestamped_map_fed_plain_items_fails_naming_the_vertex_and_the_item():
+    dag = DAG()
+    src = dag.new_vertex("source", items_source([1, 2]), 1)
+    ts_map = dag.new_vertex("ts-map", transform_processor(Transform(timestamped=True).map(str)), 1)
+    dag.edge(Edge.between(src, ts_map))
+    with pytest.raises(JetbenchError, match=r"(?s)ts-map.*item 0 of a timestamped batch is not a \(ts, item\) pair: 1"):
+        ExecutionService().run(dag, timeout=30)
