@@ -30,7 +30,9 @@ Differences from Jet's ``TestSupport`` (quirks fixed, Python API differences):
 * ``cooperative_fail_ms`` really is the failure threshold (Jet's ``cooperativeTimeout`` only
   switched a fixed 5000 ms check on or off).
 * A watermark in the input is delivered on its own through ``try_process_watermark``; the inbox
-  given to ``process()`` only ever holds data (as in the engine). Watermarks are not coalesced
+  given to ``process()`` only ever holds data (as in the engine); a processor that reads columns
+  (``accepts_stamped``) gets a batch of ``(ts, item)`` pairs as a stamped chunk, as the engine
+  hands it a timestamped stream's columns. Watermarks are not coalesced
   across input ordinals, so the input's watermarks must be strictly increasing in delivery order.
 * ``try_process()`` is called at every empty-inbox point and ``complete_edge(ordinal)`` once an
   input ordinal is exhausted, as the engine does (Jet's harness never calls ``tryProcess``).
@@ -64,7 +66,7 @@ from typing import Any
 
 from .core.clock import SYSTEM_CLOCK, Clock
 from .core.inbox import Inbox
-from .core.items import Watermark
+from .core.items import Stamped, Watermark, unzip_pairs
 from .core.outbox import BlockingOutbox, Outbox
 from .core.processor import Processor, ProcessorContext
 
@@ -726,7 +728,11 @@ class _Run:
             ):
                 batch.append(order[pos][1])
                 pos += 1
-            self.inbox._fill(batch)
+            if getattr(self.processor, "accepts_stamped", False) and all(
+                    type(item) is tuple and len(item) == 2 for item in batch):
+                self.inbox._fill_stamped(Stamped(*unzip_pairs(batch)))  # as the engine hands a stamped chunk
+            else:
+                self.inbox._fill(batch)
             self._run_inbox(ordinal)
 
     def _run_inbox(self, ordinal: int) -> None:
