@@ -38,6 +38,8 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "merge_in_harness": (bool, False, "leave a lifted combine's accumulators to the merge step in the SDK harness "
                          "rather than merging them in the grouping vertex as they arrive (for comparisons)"),
     "drain": (bool, False, "run as a drain: splittable DoFns truncate their restrictions (Beam's is_drain)"),
+    "sdk_workers": (int, 0, "run the stateless stages' bundles in this many SDK worker processes (Beam's subprocess "
+                    "SDK harness over gRPC; parallelism defaults to it); 0: in this process (jetbench.beam.workers)"),
     "gc_freeze": (bool, True, "keep the objects alive when the job starts out of Python's full garbage collections "
                   "while it runs (gc.freeze, undone when it ends; jetbench.beam.heap); --no-jetbench_gc_freeze: off"),
 }
