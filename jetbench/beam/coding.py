@@ -27,7 +27,7 @@ from apache_beam.portability import common_urns
 from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners import pipeline_context
 
-__all__ = ["PipelineCoders", "KeyedSplitter", "decode_all", "encode_all", "encode_chunks", "stable_key",
+__all__ = ["PipelineCoders", "ElementSplitter", "KeyedSplitter", "decode_all", "encode_all", "encode_chunks", "sequence_of", "stable_key",
            "stable_key_of"]
 
 
@@ -117,6 +117,44 @@ class KeyedSplitter:
             pairs.append((encode_key(element.value[0]), chunk[start:end]))
             start = end
         return pairs
+
+
+class ElementSplitter:
+    """Splits a chunk of encoded elements into ``(sequence number, element bytes)`` pairs, one
+    per element (its bytes cut from the chunk, not re-encoded), numbered in the order they are
+    split: an edge partitioned on the number (`sequence_of`) deals the elements out to its
+    consumer's instances in turn (a splittable DoFn's restrictions, run in worker processes).
+
+    >>> from apache_beam.coders import coders, WindowedValueCoder
+    >>> from apache_beam.utils.windowed_value import WindowedValue
+    >>> coder = WindowedValueCoder(coders.VarIntCoder())
+    >>> chunk = encode_all([WindowedValue(1, 0, ()), WindowedValue(300, 0, ())], coder)
+    >>> [(n, list(decode_all(c, coder))[0].value) for n, c in ElementSplitter(coder).split(chunk)]
+    [(0, 1), (1, 300)]
+    """
+
+    def __init__(self, windowed_coder: Any):
+        self._impl = windowed_coder.get_impl()
+        self._next = 0
+
+    def split(self, chunk: bytes) -> list[tuple[int, bytes]]:
+        stream = create_InputStream(chunk)
+        decode = self._impl.decode_from_stream
+        total, start = len(chunk), 0
+        pieces: list[tuple[int, bytes]] = []
+        while stream.size() > 0:
+            decode(stream, True)
+            end = total - stream.size()
+            pieces.append((self._next, chunk[start:end]))
+            self._next += 1
+            start = end
+        return pieces
+
+
+def sequence_of(pair: tuple[int, bytes]) -> int:
+    """The sequence number of an `ElementSplitter` pair (a partitioned edge's key function:
+    ``hash(n) == n``, so consecutive numbers go to consecutive instances)."""
+    return pair[0]
 
 
 class PipelineCoders:

@@ -4,7 +4,7 @@
 >>> from apache_beam.options.pipeline_options import PipelineOptions
 >>> o = PipelineOptions(["--jetbench_cooperative_threads=3"]).view_as(JetbenchOptions)
 >>> o.jetbench_cooperative_threads, o.jetbench_idle_strategy
-(3, 'timer')
+(3, 'backoff')
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
                             "default: under the GIL a second one runs no Python in parallel, it only contends for it"),
     "parallelism": (int, None, "instances per vertex but Impulse (default: the cooperative threads)"),
     "min_idle_us": (float, 25.0, "the idle floor: a worker's first park after a round without progress, in us"),
-    "max_idle_us": (float, 5000.0, "the longest park of an idle cooperative worker, in us (the 'timer' strategy "
-                    "wakes it as soon as a stage thread makes progress)"),
-    "idle_strategy": (str, "timer", "what an idle cooperative worker does: 'timer' (park until woken by a stage's "
-                      "progress, at most max_idle_us) or 'backoff' (Jet's blind doubling park)"),
+    "max_idle_us": (float, 500.0, "the longest park of an idle cooperative worker, in us"),
+    "idle_strategy": (str, "backoff", "what an idle worker does: 'backoff' or 'timer'"),
     "queue_size": (int, None, "capacity in items (encoded chunks) of each queue of each edge"),
     "outbox_capacity": (int, 1024, "items a vertex's outbox holds per edge before it refuses more; with a guarantee, "
                         "a small one keeps the data ahead of a snapshot barrier short"),
@@ -38,6 +36,8 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "merge_in_harness": (bool, False, "leave a lifted combine's accumulators to the merge step in the SDK harness "
                          "rather than merging them in the grouping vertex as they arrive (for comparisons)"),
     "drain": (bool, False, "run as a drain: splittable DoFns truncate their restrictions (Beam's is_drain)"),
+    "sdk_workers": (int, 0, "run the stateless stages' bundles in this many SDK worker processes (Beam's subprocess "
+                    "SDK harness over gRPC; parallelism defaults to it); 0: in this process (jetbench.beam.workers)"),
     "gc_freeze": (bool, True, "keep the objects alive when the job starts out of Python's full garbage collections "
                   "while it runs (gc.freeze, undone when it ends; jetbench.beam.heap); --no-jetbench_gc_freeze: off"),
 }

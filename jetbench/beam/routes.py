@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .coding import KeyedSplitter
+from .coding import ElementSplitter, KeyedSplitter
 
 __all__ = ["PCollectionRoutes", "PendingOutput"]
 
@@ -24,9 +24,9 @@ class PCollectionRoutes:
     """PCollection id -> the outbound ordinals fed with it (and the splitter, for keyed ones)."""
 
     def __init__(self) -> None:
-        self._routes: dict[str, list[tuple[int, KeyedSplitter | None]]] = {}
+        self._routes: dict[str, list[tuple[int, KeyedSplitter | ElementSplitter | None]]] = {}
 
-    def add(self, pcoll_id: str, ordinal: int, splitter: KeyedSplitter | None = None) -> None:
+    def add(self, pcoll_id: str, ordinal: int, splitter: KeyedSplitter | ElementSplitter | None = None) -> None:
         self._routes.setdefault(pcoll_id, []).append((ordinal, splitter))
 
     @property
@@ -40,7 +40,7 @@ class PCollectionRoutes:
             if splitter is None:
                 out.append((ordinal, chunk))
             else:
-                out.extend((ordinal, pair) for pair in splitter.split(chunk))
+                out.extend((ordinal, piece) for piece in splitter.split(chunk))
         return out
 
 

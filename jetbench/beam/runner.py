@@ -38,6 +38,7 @@ from .heap import FROZEN_HEAP
 from .options import SETTINGS, JetbenchOptions
 from .result import JetbenchPipelineResult
 from .translation import BeamPlan, optimize, translate
+from .workers import ProcessWorkers
 
 __all__ = ["JetbenchRunner", "SUPPORTED_REQUIREMENTS"]
 
@@ -55,7 +56,7 @@ class JetbenchRunner(PipelineRunner):
     """Runs Beam pipelines as jetbench jobs. Keyword arguments override the pipeline's
     `JetbenchOptions` (``cooperative_threads``, ``parallelism``, ``min_idle_us``,
     ``max_idle_us``, ``idle_strategy``, ``queue_size``, ``outbox_capacity``, ``processing_guarantee``, ``snapshot_interval_ms``,
-    ``max_restarts``, ``snapshot_store``, ``resume``, ``merge_in_harness``, ``drain``, ``gc_freeze``)."""
+    ``max_restarts``, ``snapshot_store``, ``resume``, ``merge_in_harness``, ``drain``, ``sdk_workers``, ``gc_freeze``)."""
 
     def __init__(self, **settings: Any):
         unknown = sorted(set(settings) - set(SETTINGS))
@@ -77,16 +78,15 @@ class JetbenchRunner(PipelineRunner):
         service = ExecutionService(cooperative_threads=settings["cooperative_threads"],
                                    min_idle_us=settings["min_idle_us"], max_idle_us=settings["max_idle_us"],
                                    idle=settings["idle_strategy"], outbox_capacity=settings["outbox_capacity"])
-        if settings["gc_freeze"]:
+        freeze = bool(settings["gc_freeze"])
+        if freeze:
             FROZEN_HEAP.acquire()
-            try:
-                job = service.submit(plan.dag, name=name, config=config)
-            except BaseException:
-                FROZEN_HEAP.release()
-                raise
-            job.add_done_listener(lambda _: FROZEN_HEAP.release())
-        else:
+        try:
             job = service.submit(plan.dag, name=name, config=config)
+        except BaseException:
+            _job_ended(plan, freeze)
+            raise
+        job.add_done_listener(lambda _: _job_ended(plan, freeze))
         return JetbenchPipelineResult(job, plan)
 
     @classmethod
@@ -109,7 +109,13 @@ class JetbenchRunner(PipelineRunner):
         lp = resolved["parallelism"]
         if lp is not None and (isinstance(lp, bool) or not isinstance(lp, int) or lp < 1):
             raise BeamRunnerError(f"JetbenchRunner: parallelism must be an int >= 1 or None, got {lp!r}")
-        job_config(resolved, "-")  # a bad guarantee setting is refused before the pipeline is looked at
+        workers = resolved["sdk_workers"]
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+            raise BeamRunnerError(f"JetbenchRunner: sdk_workers must be an int >= 0, got {workers!r}")
+        guarantee = job_config(resolved, "-")  # a bad guarantee setting is refused before the pipeline is looked at
+        if workers and guarantee is not None:
+            raise BeamRunnerError("JetbenchRunner: sdk_workers (bundles in worker processes) cannot be combined with a "
+                                  "processing guarantee: a stage's snapshot needs its harness in this process")
         return resolved
 
     def _plan(self, pipeline: beam_runner_api_pb2.Pipeline, settings: dict[str, Any]) -> BeamPlan:
@@ -123,9 +129,24 @@ class JetbenchRunner(PipelineRunner):
         _refuse_unsupported(pipeline)
         with _lock:  # Beam's optimizer keeps module-level counters
             optimized = optimize(pipeline, bool(settings["drain"]))
-        return translate(optimized, settings["parallelism"], settings["queue_size"],
+        workers = ProcessWorkers(settings["sdk_workers"]) if settings["sdk_workers"] else None
+        parallelism = settings["parallelism"]
+        if workers is not None and parallelism is None:
+            parallelism = workers.count
+        return translate(optimized, parallelism, settings["queue_size"],
                          stable_keys=job_config(settings, "-") is not None,
-                         merge_combiners=not settings["merge_in_harness"])
+                         merge_combiners=not settings["merge_in_harness"], workers=workers)
+
+
+def _job_ended(plan: BeamPlan, frozen: bool) -> None:
+    """What a job holds beyond its threads, let go once it has ended: its SDK worker processes
+    (shut down and waited for), the heap freeze."""
+    try:
+        if plan.workers is not None:
+            plan.workers.close()
+    finally:
+        if frozen:
+            FROZEN_HEAP.release()
 
 
 def _refuse_unsupported(pipeline: beam_runner_api_pb2.Pipeline) -> None:

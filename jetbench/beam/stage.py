@@ -47,6 +47,7 @@ from apache_beam.coders.coder_impl import create_OutputStream
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2, metrics_pb2
 from apache_beam.runners.portability.fn_api_runner import worker_handlers
 from apache_beam.runners.portability.fn_api_runner.execution import WindowGroupingBuffer
+from apache_beam.runners.worker import bundle_processor
 
 from ..core.inbox import Inbox
 from ..core.processor import Processor
@@ -95,6 +96,8 @@ class StageSpec:
     keyed_input_ordinals: frozenset[int] = frozenset()
     timer_families: list[TimerFamily] = field(default_factory=list)
     stateful: bool = False
+    #: the job's SDK worker processes, for a stage that runs its bundles in them (`jetbench.beam.workers`)
+    workers: Any = None
 
 
 class ExecutableStageP(Processor):
@@ -129,10 +132,14 @@ class ExecutableStageP(Processor):
         descriptor.CopyFrom(self.spec.descriptor)
         self._descriptor_id = descriptor.id = f"{self.spec.vertex_name}#{context.global_index}"
         self._state = SnapshotStateServicer()
-        # the embedded harness reads only the descriptors of its "worker manager" and no provision info
-        manager: Any = _Descriptors(descriptor)
-        self._worker = worker_handlers.EmbeddedWorkerHandler(None, state=self._state, provision_info=None,  # type: ignore[arg-type]
-                                                             worker_manager=manager)
+        if self.spec.workers is not None:  # a worker process of the job's pool runs the bundles
+            self._worker = self.spec.workers.worker_for(context.global_index, descriptor)
+            descriptor.state_api_service_descriptor.CopyFrom(self._worker.state_api_service_descriptor())
+            _point_data_ports_at(descriptor, self._worker.data_api_service_descriptor())
+        else:  # the embedded harness reads only the descriptors of its "worker manager", no provision info
+            manager: Any = _Descriptors(descriptor)
+            self._worker = worker_handlers.EmbeddedWorkerHandler(None, state=self._state, provision_info=None,  # type: ignore[arg-type]
+                                                                 worker_manager=manager)
         descriptor.timer_api_service_descriptor.CopyFrom(self._worker.data_api_service_descriptor())
         if context.processing_guarantee != "none":  # a restart: this instance's committed metrics start again
             self.collector.restart(self.spec.vertex_name, context.global_index)
@@ -177,7 +184,8 @@ class ExecutableStageP(Processor):
 
     def close(self) -> None:
         if self._worker is not None:
-            self._worker.stop_worker()
+            if self.spec.workers is None:  # a worker process is the pool's to shut down, at the job's end
+                self._worker.stop_worker()
             self._worker = None
 
     def metrics(self) -> dict[str, int]:
@@ -228,7 +236,9 @@ class ExecutableStageP(Processor):
         expected.extend((f.transform_id, f.family_id) for f in spec.timer_families)
         outputs: list[tuple[str, bytes]] = []
         written: list[tuple[tuple[str, str], bytes]] = []
-        for element in data.input_elements(bundle_id, expected):
+        # a worker process that fails the bundle sends no more output: stop waiting for it then
+        failed = lambda: future.is_done() and bool(future.get().error)  # noqa: E731
+        for element in data.input_elements(bundle_id, expected, abort_callback=failed):
             if isinstance(element, beam_fn_api_pb2.Elements.Timers):
                 written.append(((element.transform_id, element.timer_family_id), element.timers))
             elif element.data:
@@ -339,6 +349,16 @@ class ExecutableStageP(Processor):
             self._remember_timers(state["timers"].items())
             self.collector.restart(self.spec.vertex_name, self.context.global_index,
                                    [metrics_pb2.MonitoringInfo.FromString(info) for info in state["metrics"]])
+
+
+def _point_data_ports_at(descriptor: beam_fn_api_pb2.ProcessBundleDescriptor, endpoint: Any) -> None:
+    """Tell the data ports of ``descriptor`` where the runner's data channel is (a worker process
+    connects to it over gRPC; the embedded harness needs no address)."""
+    for transform in descriptor.transforms.values():
+        if transform.spec.urn in (bundle_processor.DATA_INPUT_URN, bundle_processor.DATA_OUTPUT_URN):
+            port = beam_fn_api_pb2.RemoteGrpcPort.FromString(transform.spec.payload)
+            port.api_service_descriptor.CopyFrom(endpoint)
+            transform.spec.payload = port.SerializeToString()
 
 
 class _Descriptors:

@@ -47,7 +47,7 @@ from apache_beam.utils import proto_utils
 
 from ..core.dag import DAG, Edge, Vertex
 from ..processors.supplier import ProcessorSupplier
-from .coding import KeyedSplitter, PipelineCoders, stable_key_of
+from .coding import ElementSplitter, KeyedSplitter, PipelineCoders, sequence_of, stable_key_of
 from .errors import UnsupportedBeamFeature
 from .flatten import FlattenP
 from .grouping import GroupByKeyP
@@ -55,6 +55,7 @@ from .impulse import ImpulseP
 from .metrics import MonitoringCollector
 from .routes import PCollectionRoutes
 from .stage import ExecutableStageP, SideInputSpec, StageSpec, TimerFamily
+from .workers import ProcessWorkers
 
 __all__ = ["KNOWN_RUNNER_URNS", "BeamPlan", "optimize", "translate"]
 
@@ -67,6 +68,7 @@ KNOWN_RUNNER_URNS = frozenset([IMPULSE, FLATTEN, GROUP_BY_KEY])
 
 _MERGE_ACCUMULATORS = common_urns.combine_components.COMBINE_PER_KEY_MERGE_ACCUMULATORS.urn
 _INPUT_ID = "jetbench/read"
+_PROCESS_RESTRICTIONS = common_urns.sdf_components.PROCESS_SIZED_ELEMENTS_AND_RESTRICTIONS.urn
 _SIDE_INPUT_PATTERNS = frozenset([common_urns.side_inputs.ITERABLE.urn, common_urns.side_inputs.MULTIMAP.urn])
 
 
@@ -87,6 +89,8 @@ class _Node:
     outputs: list[str]
     routes: PCollectionRoutes = field(default_factory=PCollectionRoutes)
     steps: list[str] = field(default_factory=list)
+    #: a stage in worker processes reading a splittable DoFn's restrictions: one per item
+    one_per_item: bool = False
 
 
 @dataclass
@@ -97,6 +101,8 @@ class BeamPlan:
     #: vertex name -> (kind, the Beam steps it runs)
     vertices: dict[str, tuple[str, list[str]]]
     collector: MonitoringCollector
+    #: the job's SDK worker processes, if its stages run bundles in them
+    workers: ProcessWorkers | None = None
 
     def explain(self) -> str:
         """The DAG as text: each vertex with its kind and Beam steps, then the edges."""
@@ -123,11 +129,13 @@ class BeamPlan:
 
 
 def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None = None,
-              queue_size: int | None = None, stable_keys: bool = False, merge_combiners: bool = True) -> BeamPlan:
+              queue_size: int | None = None, stable_keys: bool = False, merge_combiners: bool = True,
+              workers: ProcessWorkers | None = None) -> BeamPlan:
     """The jetbench DAG of an optimized pipeline (see `optimize`). ``stable_keys`` (a job with a
     processing guarantee): partitioned edges route on `stable_key`, the same in every process,
     rather than on the key bytes' salted hash. ``merge_combiners``: the GroupByKey of a lifted
-    combine merges its accumulators (else the merge step in the harness does it all)."""
+    combine merges its accumulators (else the merge step in the harness does it all). ``workers``:
+    the stateless stages run their bundles in these SDK worker processes (`jetbench.beam.workers`)."""
     key_of = stable_key_of if stable_keys else _key_of
     coders = PipelineCoders(optimized)
     collector = MonitoringCollector()
@@ -136,7 +144,8 @@ def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None =
     leaves = _leaves(optimized)
     merges = _lifted_merges(optimized, leaves) if merge_combiners else {}
     for transform_id in leaves:
-        nodes.append(_node(dag, optimized, transform_id, len(nodes) + 1, coders, collector, parallelism, merges))
+        nodes.append(_node(dag, optimized, transform_id, len(nodes) + 1, coders, collector, parallelism, merges,
+                           workers))
     producers: dict[str, _Node] = {}
     for node in nodes:
         for pcoll in node.outputs:
@@ -151,17 +160,23 @@ def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None =
             out = out_ordinals.get(producer.vertex.name, 0)
             out_ordinals[producer.vertex.name] = out + 1
             keyed = role == "keyed"
-            splitter = KeyedSplitter(coders.windowed_coder(pcoll), decoded=node.kind == "group_by_key") if keyed else None
+            splitter: KeyedSplitter | ElementSplitter | None = None
+            if keyed:
+                splitter = KeyedSplitter(coders.windowed_coder(pcoll), decoded=node.kind == "group_by_key")
+            elif role == "main" and node.one_per_item:
+                splitter = ElementSplitter(coders.windowed_coder(pcoll))
             producer.routes.add(pcoll, out, splitter)
             edge = Edge.from_(producer.vertex, out).to(node.vertex, in_ordinal)
             if keyed:
                 edge.partitioned(key_of)
+            elif isinstance(splitter, ElementSplitter):  # one element per item, dealt out in turn
+                edge.partitioned(sequence_of)
             elif role == "side":
                 edge.broadcast()
             if queue_size is not None:
                 edge.queue_size(queue_size)
             dag.edge(edge)
-    return BeamPlan(dag, {n.vertex.name: (n.kind, n.steps) for n in nodes}, collector)
+    return BeamPlan(dag, {n.vertex.name: (n.kind, n.steps) for n in nodes}, collector, workers)
 
 
 def _key_of(pair: tuple[bytes, bytes]) -> bytes:
@@ -246,7 +261,7 @@ def _lifted_merges(pipeline: beam_runner_api_pb2.Pipeline, leaves: list[str]) ->
 
 def _node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, transform_id: str, index: int,
           coders: PipelineCoders, collector: MonitoringCollector, parallelism: int | None,
-          merges: dict[str, beam_runner_api_pb2.FunctionSpec]) -> _Node:
+          merges: dict[str, beam_runner_api_pb2.FunctionSpec], workers: ProcessWorkers | None = None) -> _Node:
     t = pipeline.components.transforms[transform_id]
     urn = t.spec.urn
     if urn == IMPULSE:
@@ -271,13 +286,14 @@ def _node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, transform_id: str, i
         v = dag.new_vertex(f"group-{index} {t.unique_name}", supplier, parallelism)
         return _Node(v, "group_by_key", [(inp, "keyed")], [out], routes, [t.unique_name])
     if urn == EXECUTABLE_STAGE:
-        return _stage_node(dag, pipeline, t, index, coders, collector, parallelism)
+        return _stage_node(dag, pipeline, t, index, coders, collector, parallelism, workers)
     raise UnsupportedBeamFeature(f"Beam step {t.unique_name!r}: transform {urn!r} is not supported by the "
                                  "jetbench runner")
 
 
 def _stage_node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, t: beam_runner_api_pb2.PTransform, index: int,
-                coders: PipelineCoders, collector: MonitoringCollector, parallelism: int | None) -> _Node:
+                coders: PipelineCoders, collector: MonitoringCollector, parallelism: int | None,
+                workers: ProcessWorkers | None = None) -> _Node:
     stage = beam_runner_api_pb2.ExecutableStagePayload.FromString(t.spec.payload)
     components = stage.components
     ordered = sorted(stage.transforms, key=_local_order)
@@ -327,10 +343,17 @@ def _stage_node(dag: DAG, pipeline: beam_runner_api_pb2.Pipeline, t: beam_runner
     steps = [names[tid] for tid in ordered]
     name = f"stage-{index} {_short(steps)}"
     routes = PCollectionRoutes()
-    spec = StageSpec(name, descriptor, _INPUT_ID, outputs, steps, sides, frozenset({0} if stateful else ()), timers,
-                     stateful)
+    in_processes = workers is not None and not stateful and not sides  # state and side inputs stay in-process
+    reads_restrictions = in_processes and any(
+        components.transforms[tid].spec.urn == _PROCESS_RESTRICTIONS
+        and stage.input in components.transforms[tid].inputs.values() for tid in ordered)
+    # its input arrives as (key, element) pairs, whose keys the stage drops: a key for the state of
+    # a stateful stage, a sequence number dealing out a splittable DoFn's restrictions
+    keyed_input = frozenset({0} if stateful or reads_restrictions else ())
+    spec = StageSpec(name, descriptor, _INPUT_ID, outputs, steps, sides, keyed_input, timers,
+                     stateful, workers if in_processes else None)
     v = dag.new_vertex(name, ProcessorSupplier(ExecutableStageP, spec, routes, collector), parallelism)
-    return _Node(v, "stage", inputs, list(stage.outputs), routes, steps)
+    return _Node(v, "stage", inputs, list(stage.outputs), routes, steps, reads_restrictions)
 
 
 def _local_order(transform_id: str) -> tuple[int, str]:

@@ -279,7 +279,7 @@ class FlatMapStatefulP(Processor):
         for pair in batch:
             groups[key_fn(pair[1])].append(pair)
         out: list[Any] = []
-        get, fn_all, cell = self.keys.get, self.fn_all, self._cell
+        get, fn_all, cell, create_fn = self.keys.get, self.fn_all, self._cell, self.create_fn
         assert fn_all is not None  # process() takes this path only with it
         for key, pairs in groups.items():
             entry = get(key)
@@ -287,9 +287,11 @@ class FlatMapStatefulP(Processor):
             cell.time = pairs[-1][0]
             if entry is None:
                 state = timer = None
-                cell.state, cell.timer = self.create_fn(), None
+                cell.state = create_fn()
+                cell.timer = None
             else:
-                state, timer = cell.state, cell.timer = entry[0], entry[1]
+                state = cell.state = entry[0]
+                timer = cell.timer = entry[1]
             results = fn_all(cell, pairs)
             # store a new key, or a key whose state was replaced or whose timer moved
             if entry is None or cell.state is not state or cell.timer != timer or (timer is not None and entry[2] == 0):

@@ -541,8 +541,9 @@ class SessionWindowP(Processor):
                 push(deadlines, (end, self._seq, key))
                 continue
             if ts >= last[0]:  # in-order fast path: only the last session can be touched
-                if ts <= last[1]:
-                    if end > last[1]:
+                last_end = last[1]
+                if ts <= last_end:
+                    if end > last_end:
                         last[1] = end
                     if counts:
                         last[2] += 1
