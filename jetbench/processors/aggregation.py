@@ -91,8 +91,8 @@ class _KeyedEmitterP(EmittingProcessor):
 
     def _state(self) -> Iterator[tuple[Any, Any]]:
         groups = self.groups
-        if self._order is None:  # the groups as they are now, copied at C speed
-            return iter(list(groups.items()))
+        if self._order is None:  # the groups as they are now, copied at C speed (dict.copy: mypyc
+            return iter(groups.copy().items())  # compiles list(d.items()) to a loop 2x slower)
         rest = [(k, groups[k]) for k in self._order[self._emitted:]]
         return iter([(BroadcastKey("emitting"), True), *rest] if self._emit_empty else rest)
 
