@@ -49,7 +49,7 @@ from ..core.clock import SYSTEM_CLOCK
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
-from ..core.items import IDLE_MESSAGE, Stamped, Watermark
+from ..core.items import IDLE_MESSAGE, Chunk, Stamped, Watermark, chunk_tail, unzip_pairs
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
@@ -98,7 +98,7 @@ class InsertWatermarksP(Processor):
         #: the smallest timestamp that raises the watermark: last + frame + lag
         self._threshold: float = -math.inf
         #: stamped chunks and watermarks decided but not yet accepted by the outbox, in order
-        self._queue: deque[Stamped | Watermark] = deque()
+        self._queue: deque[Chunk | Watermark] = deque()
         self._last_item_at = 0.0
         self._monotonic: Callable[[], float] = SYSTEM_CLOCK.monotonic  # the context's clock, from init
         self._idle = False  # the idle marker went out; cleared by the next item
@@ -140,6 +140,25 @@ class InsertWatermarksP(Processor):
         if room <= 0:
             return
         ts_fn = self.ts_fn
+        if ts_fn is None and not inbox.stamped:
+            # (ts, item) pairs from a producer that emits pairs go on as they came: unzipping
+            # them here would only make the next vertex that reads pairs zip them again
+            pairs = inbox.take(room)
+            if not pairs:
+                return
+            self._last_item_at = self._monotonic()
+            self._idle = False
+            try:
+                top = max(map(_first, pairs))
+            except TypeError:
+                unzip_pairs(pairs)  # names the entry that is not a pair
+                raise
+            if top < self._threshold:  # no watermark in this batch
+                emitter.emit(pairs)
+                return
+            self._split(pairs, list(accumulate(map(_first, pairs), max)))
+            self._flush()
+            return
         if ts_fn is None:
             stamps, batch = inbox.take_stamped(room)
         else:
@@ -156,7 +175,7 @@ class InsertWatermarksP(Processor):
         self._split(Stamped(stamps, batch), list(accumulate(stamps, max)))
         self._flush()
 
-    def _split(self, out: Stamped, running_max: list[Any]) -> None:
+    def _split(self, out: Chunk, running_max: list[Any]) -> None:
         """Queue ``out`` with a watermark after each item that raises it."""
         queue = self._queue
         lag, frame = self.allowed_lag, self.throttle_frame
@@ -167,7 +186,7 @@ class InsertWatermarksP(Processor):
         while i < n:
             wm = int((running_max[i] - lag) // frame) * frame
             if self.last_watermark is None or wm > self.last_watermark:
-                queue.append(out.slice(start, i + 1))
+                queue.append(out.slice(start, i + 1) if isinstance(out, Stamped) else out[start : i + 1])
                 queue.append(Watermark(wm))
                 start = i + 1
                 self.last_watermark = wm
@@ -176,7 +195,7 @@ class InsertWatermarksP(Processor):
             else:  # float rounding at the threshold: look further
                 i += 1
         if start < n:
-            queue.append(out.slice(start) if start else out)
+            queue.append(chunk_tail(out, start) if start else out)
         self._threshold = threshold
 
     def next_wake_time(self) -> float | None:

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from ..core.errors import BATCH, GENERATED_FILE_PREFIX, ITEM, JetbenchError, note_failing_item
 from ..core.inbox import Inbox
+from ..core.items import unzip_pairs
 from ..core.native import mypyc_attr
 from .builder_kind import Kind, Param, Read, Reader, parse_steps, steps_text
 from .emitter import EmittingProcessor
@@ -45,6 +46,8 @@ class TransformP(EmittingProcessor):
     def __init__(self, transform: Transform):
         self._transform = transform
         self._apply = transform._fn  # the compiled chain itself, one call fewer per batch
+        #: the chain over (ts, item) pairs, for pairs from a producer that emits pairs
+        self._apply_pairs = transform._fn
         self.accepts_stamped = transform.timestamped
         self._apply_columns: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] | None = (
             transform.columns_fn() if transform.timestamped else None)
@@ -65,20 +68,23 @@ class TransformP(EmittingProcessor):
         take = max(1, int(room / self._ratio)) if self._expands else room
         # a try costs nothing until it raises: the failing item is found on the failure path only
         ts: list[Any] = []
-        if self.accepts_stamped:
-            ts, batch = inbox.take_stamped(take)
-        else:
-            batch = inbox.take(take)
         apply_columns = self._apply_columns
+        if apply_columns is not None and inbox.stamped:
+            ts, batch = inbox.take_stamped(take)
+        else:  # plain items, or (ts, item) pairs from a producer that emits pairs: kept as pairs
+            batch = inbox.take(take)
+            apply_columns = None
         out_ts: list[Any] | None = None
         try:
             if apply_columns is None:
-                out = self._apply(batch)
+                out = self._apply_pairs(batch)
             elif self._items_only:
                 out, out_ts = self._apply(batch), ts
             else:
                 out_ts, out = apply_columns(ts, batch)
         except Exception as exc:
+            if self._apply_columns is not None and apply_columns is None:
+                unzip_pairs(batch)  # a timestamped chain fed other than pairs: names the entry
             _note_failing_item(exc, batch)
             raise
         if self._expands and batch:
