@@ -23,9 +23,14 @@ from hypothesis import strategies as st
 
 from jetbench import DAG, Edge, ExecutionService, Processor, Watermark
 from jetbench.core.errors import JetbenchError
+from jetbench.core.inbox import Inbox
+from jetbench.core.items import Stamped
+from jetbench.core.outbox import Outbox
+from jetbench.core.processor import ProcessorContext
 from jetbench.processors import Transform, collect_sink, items_source, transform_processor
-from jetbench.processors.insert_watermarks import insert_watermarks
+from jetbench.processors.insert_watermarks import InsertWatermarksP, insert_watermarks
 from jetbench.processors.planning import EventKey
+from jetbench.processors.transform import TransformP
 
 MAPS = [lambda x: x + 1, lambda x: 2 * x, lambda x: x % 17]
 FILTERS = [lambda x: x % 2 == 0, lambda x: x % 3 != 0]
@@ -266,3 +271,23 @@ def test_a_timestamped_map_fed_plain_items_fails_naming_the_vertex_and_the_item(
     dag.edge(Edge.between(src, ts_map))
     with pytest.raises(JetbenchError, match=r"(?s)ts-map.*item 0 of a timestamped batch is not a \(ts, item\) pair: 1"):
         ExecutionService().run(dag, timeout=30)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: InsertWatermarksP(None, allowed_lag=0, throttle_frame=1000),
+    lambda: TransformP(Transform(timestamped=True).map(str)),
+    lambda: TransformP(Transform(timestamped=True).filter(bool)),
+], ids=["watermarks", "map", "filter"])
+def test_a_column_processor_keeps_the_form_that_arrives(make):
+    """Pairs from a producer that emits pairs go on as pairs (no unzip here and zip again at the
+    next pair-reading vertex); columns go on as columns."""
+    for inbox, kind in ((Inbox([(5, 1), (7, 2)]), list), (Inbox(Stamped([5, 7], [1, 2])), Stamped)):
+        p = make()
+        outbox = Outbox(1, capacity=8)
+        p.init(outbox, ProcessorContext("v", 0, 0, 1, 1))
+        p.process(0, inbox)
+        out = outbox.take_chunk(0)
+        assert type(out) is kind
+        pairs = out.pairs() if isinstance(out, Stamped) else out
+        # the watermark processor sends what comes before its first watermark first
+        assert pairs and [t for t, _ in pairs] == [5, 7][:len(pairs)]
