@@ -234,15 +234,11 @@ class ProcessorTasklet:
         inbox = self.inbox
         if isinstance(chunk, Stamped):
             if self.accepts_stamped:
-                inbox._items = chunk.items
-                inbox._ts = chunk.ts
+                inbox._fill_stamped(chunk)
             else:
-                inbox._items = chunk.pairs()
-                inbox._ts = None
+                inbox._fill(chunk.pairs())
         else:
-            inbox._items = chunk
-            inbox._ts = None
-        inbox._head = 0
+            inbox._fill(chunk)
 
     def _observe_watermark(self, ordinal: int, wm: Watermark) -> None:
         coalesced = self._ordinal_coalescer.observe(ordinal, wm)

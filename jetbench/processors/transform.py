@@ -45,16 +45,14 @@ class TransformP(EmittingProcessor):
 
     def __init__(self, transform: Transform):
         self._transform = transform
-        self._apply = transform._fn  # the compiled chain itself, one call fewer per batch
-        #: the chain over (ts, item) pairs, for pairs from a producer that emits pairs
-        self._apply_pairs = transform._fn
+        #: the compiled chain itself (over (ts, item) pairs when timestamped), one call fewer per batch
+        self._apply = transform._fn
         self.accepts_stamped = transform.timestamped
         self._apply_columns: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] | None = (
             transform.columns_fn() if transform.timestamped else None)
         #: a chain of maps only over columns: the plain chain on the items, the timestamps as they came
         self._items_only = transform.keeps_timestamps_as_they_are
-        if self._items_only:
-            self._apply = transform.items_fn()
+        self._apply_items = transform.items_fn() if self._items_only else self._apply
         self._expands = transform.expands
         self._ratio = 1.0
 
@@ -77,9 +75,9 @@ class TransformP(EmittingProcessor):
         out_ts: list[Any] | None = None
         try:
             if apply_columns is None:
-                out = self._apply_pairs(batch)
+                out = self._apply(batch)
             elif self._items_only:
-                out, out_ts = self._apply(batch), ts
+                out, out_ts = self._apply_items(batch), ts
             else:
                 out_ts, out = apply_columns(ts, batch)
         except Exception as exc:
