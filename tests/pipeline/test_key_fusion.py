@@ -92,6 +92,8 @@ def test_counts_equal_the_unfused_plan_and_plain_python(items, threads, key_fn):
     unfused = service.run(count_pipeline(items, key_fn).to_dag(fuse=False))
     expected = plain_python(items, key_fn)
     assert dict(fused) == dict(unfused) == expected
-    assert collections.Counter(type(k) for k, _ in fused) == collections.Counter(type(k) for k in expected)
-    if threads == 1:  # one instance per vertex: the groups come out in the order first seen
+    if threads == 1:  # one instance per vertex: the groups come out in the order first seen, each
+        # under the key object seen first (with two instances, of keys equal across types such
+        # as True and 1, the one combine sees first: a race, fused or not)
         assert [k for k, _ in fused] == [k for k, _ in unfused] == list(expected)
+        assert collections.Counter(type(k) for k, _ in fused) == collections.Counter(type(k) for k in expected)
