@@ -41,7 +41,7 @@ MUST_DISPLAY = {
     "07-event-time-and-windows": {"text/html"},
     "08-fault-tolerance": {"image/svg+xml", "text/html"},
     "09-nexmark": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml", "text/html"},
-    "10-beam": {"application/vnd.jupyter.widget-view+json", "image/svg+xml", "text/html"},
+    "10-beam-on-jetbench": {"application/vnd.jupyter.widget-view+json", "image/svg+xml", "text/html"},
 }
 
 KERNEL_CHECK = f"""\

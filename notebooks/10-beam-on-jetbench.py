@@ -253,3 +253,27 @@ print(f"Q9: {len(ours)} winning bids, equal to the reference")
 # it (Beam skips the other five for every runner), Beam's ValidatesRunner tests 36, and
 # [docs/beam-capability.md](../docs/beam-capability.md) answers Beam's capability matrix row by
 # row, beside Jet's published column.
+# Its tables, read from that page (each row names the tests that back it there):
+
+# %%
+from IPython.display import Markdown, display
+
+
+def capability_tables(page: Path) -> str:
+    """The capability matrix's sections of ``page``: each ``##`` heading followed by a table."""
+    out: list[str] = []
+    heading = ""
+    for line in page.read_text().splitlines():
+        if line.startswith("## "):
+            heading = line
+        elif line.startswith("|"):
+            if heading:
+                out += ["", "#" + heading, ""]
+                heading = ""
+            out.append(line)
+    return "\n".join(out)
+
+
+tables = capability_tables(Path("..") / "docs" / "beam-capability.md")
+assert "| ParDo |" in tables and "| GroupByKey |" in tables
+display(Markdown(tables))
