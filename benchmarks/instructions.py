@@ -4,6 +4,7 @@ A/B comparisons of the engine's hot path that wall-clock ratios under load 2-6 c
 
     .venv/bin/python benchmarks/instructions.py                       # this checkout
     .venv/bin/python benchmarks/instructions.py --baseline /tmp/base  # and another, A/B
+    .venv/bin/python benchmarks/instructions.py --breakdown --workloads chain  # where they go
 
 Each workload runs once per process under ``valgrind --tool=callgrind`` at two sizes; the
 difference of the two counts over the difference of the sizes is the cost per item (per line for
@@ -15,6 +16,11 @@ is counted the same way; ``ratio`` is loop / engine instructions, the instructio
 analogue of the bench's items/s ratio (above 1: fewer instructions than the loop).
 Instructions are not time (a C-level loop retires more instructions per ns than the
 interpreter), so the ratio is a proxy to compare builds, not the bench's figure.
+
+``--breakdown`` says where an engine workload's extra instructions go: it keeps callgrind's
+profiles, reads each one's instructions per function (``callgrind_annotate --inclusive=no``),
+takes the same per-item difference of the two sizes for every function, and prints the
+functions whose cost per item differs most between the engine workload and its loop.
 """
 
 from __future__ import annotations
@@ -57,11 +63,12 @@ def run_workload(name: str, n: int, corpus_file: Path) -> None:
     ExecutionService(cooperative_threads=1).run(job)
 
 
-def count(checkout: Path, name: str, n: int, corpus_file: Path) -> int:
-    """Instructions of one process running ``name`` at size ``n`` with ``checkout``'s jetbench."""
+def count(checkout: Path, name: str, n: int, corpus_file: Path, profile: Path | None = None) -> int:
+    """Instructions of one process running ``name`` at size ``n`` with ``checkout``'s jetbench
+    (callgrind's profile kept in ``profile`` if given)."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
-            "--run", name, str(n), str(corpus_file)]
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile or '/dev/null'}", sys.executable,
+            __file__, "--run", name, str(n), str(corpus_file)]
     done = subprocess.run(argv, env=env, cwd=checkout, capture_output=True, text=True, check=True)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
@@ -74,14 +81,81 @@ def per_item(checkout: Path, name: str, corpus_file: Path) -> float:
     return (count(checkout, name, n2, corpus_file) - count(checkout, name, n1, corpus_file)) / (n2 - n1)
 
 
+#: a function's line in ``callgrind_annotate --inclusive=no``: count, share, ``file:function [object]``
+_FUNCTION_LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*?)(?: \[[^\]]*\])?$")
+
+
+def function_costs(annotated: str) -> dict[str, int]:
+    """Instructions per function in ``callgrind_annotate --inclusive=no`` output: keyed by source
+    file name (no directories) and function, the counts of a function's recursion levels
+    (``'2``, ``'3``) added together; the calls (``=> ...``) of an annotated source left out."""
+    costs: dict[str, int] = {}
+    for line in annotated.splitlines():
+        found = _FUNCTION_LINE.match(line)
+        if found is None or "PROGRAM TOTALS" in line or found.group(2).startswith("=>"):
+            continue  # not a function's line, or a call's line (source annotation)
+        name = re.sub(r"'\d+$", "", found.group(2).rsplit("/", 1)[-1])
+        costs[name] = costs.get(name, 0) + int(found.group(1).replace(",", ""))
+    return costs
+
+
+def per_item_costs(checkout: Path, name: str, corpus_file: Path, tmp: Path) -> dict[str, float]:
+    """Instructions per item of each function in workload ``name``: the difference between its
+    two sizes' profiles over the difference of the sizes, as `per_item` does for the total."""
+    n1, n2 = SIZES["wordcount" if name.startswith("wordcount") else "chain"]
+    costs = []
+    for n in (n1, n2):
+        profile = tmp / f"{name}-{n}.callgrind"
+        count(checkout, name, n, corpus_file, profile)
+        done = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", str(profile)],
+                              capture_output=True, text=True, check=True)
+        costs.append(function_costs(done.stdout))
+    small, large = costs
+    return {f: (large.get(f, 0) - small.get(f, 0)) / (n2 - n1) for f in small.keys() | large.keys()}
+
+
+def breakdown(engine: dict[str, float], loop: dict[str, float], rows: int = 25) -> list[str]:
+    """The lines of the table: the ``rows`` functions costing the engine most per item above
+    the loop, then those costing it most below (negative: the loop pays them)."""
+    diffs = sorted(((engine.get(f, 0.0) - loop.get(f, 0.0), f) for f in engine.keys() | loop.keys()), reverse=True)
+    lines = [f"{'engine-loop':>12} {'engine':>9} {'loop':>9}  instructions per item, by function",
+             f"{sum(engine.values()) - sum(loop.values()):12.1f} {sum(engine.values()):9.1f} "
+             f"{sum(loop.values()):9.1f}  (all)"]
+    shown = diffs[:rows] + [d for d in diffs[-rows // 2:] if d[0] < 0 and d not in diffs[:rows]]
+    for diff, f in shown:
+        if abs(diff) >= 0.5:
+            lines.append(f"{diff:12.1f} {engine.get(f, 0.0):9.1f} {loop.get(f, 0.0):9.1f}  {f}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", type=Path, help="another checkout to count too")
     parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    parser.add_argument("--breakdown", action="store_true",
+                        help="instead of the totals: where each engine workload's extra instructions go, "
+                             "function by function, against its loop (this checkout only)")
     parser.add_argument("--run", nargs=3, metavar=("WORKLOAD", "N", "CORPUS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
         run_workload(args.run[0], int(args.run[1]), Path(args.run[2]))
+        return
+    if args.breakdown:
+        with tempfile.TemporaryDirectory() as tmp:
+            corpus_file = Path(tmp, "corpus.txt")
+            from jetbench.datasets import corpus
+
+            corpus_file.write_text("\n".join(corpus(max(SIZES["wordcount"]))) + "\n")
+            loops: dict[str, dict[str, float]] = {}
+            for name in args.workloads:
+                if name.endswith("-loop"):
+                    continue
+                loop = "wordcount-loop" if name.startswith("wordcount") else "chain-loop"
+                if loop not in loops:
+                    loops[loop] = per_item_costs(HERE, loop, corpus_file, Path(tmp))
+                print(f"\n{name} against {loop}")
+                print("\n".join(breakdown(per_item_costs(HERE, name, corpus_file, Path(tmp)), loops[loop])),
+                      flush=True)
         return
     sides = {"this": HERE} if args.baseline is None else {"baseline": args.baseline.resolve(), "this": HERE}
     with tempfile.TemporaryDirectory() as tmp:

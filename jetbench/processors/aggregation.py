@@ -16,7 +16,13 @@ from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.items import BroadcastKey
 from ..core.native import mypyc_attr
-from .aggregate_operation import AggregateOperation, _identity, is_identity, require_operation
+from .aggregate_operation import (
+    AggregateOperation,
+    _identity,
+    adds_one,
+    is_identity,
+    require_operation,
+)
 from .builder_kind import (
     AGGREGATE_IMPORT,
     KEY,
@@ -277,6 +283,11 @@ class GroupAggregateSpec(StageSpec):
     Planning: with ``op.combine``, stage 1 takes any item (unicast) and pre-aggregates what it
     sees; the edge to stage 2 is partitioned by key and carries one accumulator per key per
     instance. Without, one stage behind an edge partitioned by ``key_fn``.
+
+    Counting after a fused map/filter/flat_map chain: the chain's vertex computes the keys too
+    (``key_fn`` joins it as a last map step, called inside its comprehension instead of once
+    per item from C by the kernel) and stage 1 counts the keys themselves, by an identity key:
+    counting looks at the key alone, so the groups are the same, in the same order.
     """
 
     key_fn: Callable[[Any], Hashable]
@@ -286,6 +297,12 @@ class GroupAggregateSpec(StageSpec):
     def plan(self, planner: Planner, node: PlanNode) -> None:
         op, key_fn, lp = self.op, self.key_fn, node.local_parallelism
         if op.combine is not None:
+            if self._keys_join_the_chain(planner, node):
+                vertex = planner.output(node.upstream[0]).vertex
+                assert vertex.transform is not None  # _keys_join_the_chain checked it
+                vertex.transform = vertex.transform.map(key_fn)
+                vertex.names.append(f"{node.name}-key")
+                key_fn = _identity
             acc = planner.vertex(f"{node.name}-accumulate", accumulate_by_key(key_fn, op), lp)
             planner.connect(node.upstream[0], acc, plain=True)
             final = planner.vertex(f"{node.name}-combine", combine_by_key(op), lp)
@@ -294,6 +311,19 @@ class GroupAggregateSpec(StageSpec):
             final = planner.vertex(node.name, aggregate_by_key(key_fn, op), lp)
             planner.connect(node.upstream[0], final, routing=Routing.PARTITIONED, key_fn=key_fn, plain=True)
         planner.produce(node, Output(final, False))
+
+    def _keys_join_the_chain(self, planner: Planner, node: PlanNode) -> bool:
+        """Whether stage 1 counts keys computed by the fused chain before it: the operation
+        counts (`adds_one`) with a batch kernel, the key is not the identity (no call to save),
+        and the chain's vertex could take one more step (as `StatelessSpec.plan` fuses one)."""
+        if not (planner.fuse and adds_one(self.op) and self.op.accumulate_groups is not None
+                and not is_identity(self.key_fn)):
+            return False
+        (up,) = node.upstream
+        source = planner.output(up)
+        vertex = source.vertex
+        return (vertex.transform is not None and not source.timestamped and not source.rebalance
+                and planner.consumers(up) == 1 and vertex.local_parallelism == node.local_parallelism)
 
 
 # -- in the DAG builder ---------------------------------------------------------------------------
