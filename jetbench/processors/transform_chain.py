@@ -161,8 +161,10 @@ def _compile_columns(
     steps: tuple[tuple[str, Callable[..., Any]], ...], keep: bool
 ) -> Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]]:
     """`Transform.columns_fn`'s function: one comprehension over the items column, as in
-    `_compile`; unless only maps, the timestamps of what it emits are appended to ``out_ts``
-    by a last ``if`` clause (``list.append`` returns None), once per output item."""
+    `_compile`. Only maps: the timestamps go on as they came. Filters, then maps: the items
+    that pass and their timestamps are selected with `itertools.compress`. Otherwise the
+    timestamps of what it emits are appended to ``out_ts`` by a last ``if`` clause
+    (``list.append`` returns None), once per output item."""
     env: dict[str, Any] = {f"f{i}": fn for i, (_, fn) in enumerate(steps)}
     if not keep:
         env["_items"] = _compile(steps) if steps else _own  # Transform.items_fn
