@@ -14,7 +14,7 @@ fast as the job takes them.
 
 `from_events(pairs)` is a source over events already in memory (``(timestamp, event)`` pairs in
 timestamp order, as `generator.generate` yields them), for measuring queries without the
-generator's cost.
+generator's cost; it emits them as stamped chunks (a timestamps column beside an events column).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
 from ..pipeline.connectors import Source
 from ..processors.emitter import EmittingProcessor
-from ..processors.items_source import items_source
+from ..processors.items_source import items_source, stamped_items_source
 from ..processors.snapshotting import restored_position, save_position
 from ..processors.supplier import ProcessorSupplier
 from .config import GeneratorConfig, NexmarkConfig
@@ -144,8 +144,18 @@ def nexmark(config: NexmarkConfig | None = None, rate_limited: bool = False,
                   timestamped=True, streaming=False)
 
 
-def from_events(pairs: Sequence[tuple[int, Any]], local_parallelism: int | None = 1) -> Source:
+def from_events(pairs: Sequence[tuple[int, Any]], local_parallelism: int | None = 1, stamped: bool = True) -> Source:
     """A timestamped source over ``(timestamp, event)`` pairs already in memory (in timestamp
-    order; instance k of n takes pairs k, k+n, ..., still in order)."""
-    return Source("nexmark-events", items_source(pairs), local_parallelism=local_parallelism, timestamped=True,
-                  streaming=False)
+    order; instance k of n takes pairs k, k+n, ..., still in order).
+
+    With ``stamped`` (the default) the pairs are split here, once, into a timestamps column and
+    an events column, emitted as stamped chunks (`stamped_items_source`): no tuple per event on
+    the way, and a vertex that reads columns (watermarks, transforms, windows, stateful maps)
+    gets them as they are. Otherwise the pairs go out as they are (`items_source`)."""
+    if not stamped:
+        return Source("nexmark-events", items_source(pairs), local_parallelism=local_parallelism, timestamped=True,
+                      streaming=False)
+    ts = [t for t, _ in pairs]
+    events = [e for _, e in pairs]
+    return Source("nexmark-events", stamped_items_source(ts, events), local_parallelism=local_parallelism,
+                  timestamped=True, streaming=False)

@@ -38,6 +38,11 @@ would emit (or None), so its loop can stay in one frame. The processor then grou
 in one pass and calls ``fn_all`` per key: results come out per key in order, keys in the order
 first seen in the batch. Not in sorted mode (items and timers interleave there).
 
+Input forms. Items come as ``(ts, item)`` pairs or, from a producer that emits them, as a
+stamped chunk's columns (``accepts_stamped``): ``fn`` and sorted mode read the columns zipped
+as they go, the batch path groups them into each key's pairs (what ``fn_all`` takes). Results
+go out as ``(ts, result)`` pairs either way.
+
 Snapshots: each key's state and timer, and in sorted mode each held-back item, under the key
 itself (so, restored, each goes to the instance that owns the key, as the partitioned edge
 routes it); the instance's last forwarded watermark under a broadcast key.
@@ -137,6 +142,7 @@ class FlatMapStatefulP(Processor):
         self._completing = False
         self._saver = EntrySaver()
         self._restored: list[tuple[int, int, float]] = []
+        self.accepts_stamped = True  # a stamped chunk is read as its columns (and pairs as pairs)
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
@@ -232,9 +238,15 @@ class FlatMapStatefulP(Processor):
     # -- input and output -----------------------------------------------------------------------
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
+        stamped = inbox.stamped  # a stamped chunk's columns (else pairs): read as they are
         if self.sorted_input:
             held, order_key = self._held, self.order_key
-            for ts, item in inbox.take():
+            if stamped:
+                ts_column, items = inbox.take_stamped()
+                batch: Iterable[tuple[Any, Any]] = zip(ts_column, items)  # noqa: B905 - as long (Stamped)
+            else:
+                batch = inbox.take()
+            for ts, item in batch:
                 self._seq += 1
                 heapq.heappush(held, (ts, 0 if order_key is None else order_key(item), self._seq, item))
             return
@@ -242,8 +254,16 @@ class FlatMapStatefulP(Processor):
         room = emitter.free_room()
         if room <= 0:
             return
-        batch = inbox.take(room)
-        out = self._items(batch) if self.fn_all is None else self._groups(batch)
+        if stamped:
+            ts_column, items = inbox.take_stamped(room)
+            if self.fn_all is None:
+                out = self._items(zip(ts_column, items))  # noqa: B905 - as long (Stamped)
+            else:
+                # zip makes each key's (ts, item) pairs in C (a pair kept in a group is not reused)
+                out = self._call_groups(self._group_pairs(zip(ts_column, items)))  # noqa: B905 - as long
+        else:
+            pairs = inbox.take(room)
+            out = self._items(pairs) if self.fn_all is None else self._call_groups(self._group_pairs(pairs))
         if out:
             emitter.emit(out)
 
@@ -271,13 +291,17 @@ class FlatMapStatefulP(Processor):
                 out += zip(repeat(ts), results)
         return out
 
-    def _groups(self, batch: list[tuple[Any, Any]]) -> list[Any]:
-        """The batch path: ``batch`` grouped by key in one pass, then ``fn_all`` once per key."""
+    def _group_pairs(self, batch: Iterable[tuple[Any, Any]]) -> dict[Hashable, list[tuple[Any, Any]]]:
+        """``batch``'s pairs by key in one pass, keys in the order first seen."""
         # a defaultdict makes a new key's list in C: ~8% less per item than get-then-append
         groups: defaultdict[Hashable, list[tuple[Any, Any]]] = defaultdict(list)
         key_fn = self.key_fn
         for pair in batch:
             groups[key_fn(pair[1])].append(pair)
+        return groups
+
+    def _call_groups(self, groups: dict[Hashable, list[tuple[Any, Any]]]) -> list[Any]:
+        """The batch path: ``fn_all`` once per key of a batch grouped by key."""
         out: list[Any] = []
         get, fn_all, cell, create_fn = self.keys.get, self.fn_all, self._cell, self.create_fn
         assert fn_all is not None  # process() takes this path only with it

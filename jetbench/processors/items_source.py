@@ -1,4 +1,5 @@
-"""The items source: emits the items of an iterable (a sequence is split over the instances)."""
+"""The items source: emits the items of an iterable (a sequence is split over the instances);
+the stamped items source: a timestamped stream held as two columns, emitted as stamped chunks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, ClassVar
 
+from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
@@ -71,6 +73,78 @@ class ItemsSourceP(EmittingProcessor):
         part = self._part
         self._iterator = iter(part[position:]) if isinstance(part, Sequence) else islice(iter(part), position, None)
         self._position = position
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class StampedItemsSourceP(EmittingProcessor):
+    """Emits a timestamped stream held in memory as two columns, ``items[i]`` at ``ts[i]``, in
+    stamped chunks (`jetbench.core.items.Stamped`): no ``(ts, item)`` tuple is made, and a
+    consumer that reads columns gets them as they are (any other gets the pairs).
+
+    Instance k of n emits entries k, k+n, ... Snapshots: as `ItemsSourceP`, how many of its
+    entries an instance has emitted.
+    """
+
+    snapshot_support: ClassVar[str] = "supported"
+
+    def __init__(self, ts: Sequence[Any], items: Sequence[Any]):
+        if len(ts) != len(items):
+            raise JetbenchError(f"stamped_items_source: {len(ts)} timestamps for {len(items)} items")
+        self._columns = (ts, items)
+        self._ts: list[Any] = []
+        self._items: list[Any] = []
+        self._position = 0  # entries of this instance's part emitted so far
+        self.replayable = True
+
+    def init(self, outbox: Outbox, context: ProcessorContext) -> None:
+        super().init(outbox, context)
+        n, k = context.total_parallelism, context.global_index
+        ts, items = self._columns
+        if n > 1:
+            ts, items = ts[k::n], items[k::n]
+        # a chunk is a slice: a new list, so the columns themselves are never handed on
+        self._ts = ts if isinstance(ts, list) else list(ts)
+        self._items = items if isinstance(items, list) else list(items)
+
+    def complete(self) -> bool:
+        emitter = self._emitter
+        room = emitter.free_room()
+        if room <= 0:
+            return False
+        start = self._position
+        n = len(self._items)
+        end = min(start + room, n)
+        if end > start:
+            self._position = end
+            emitter.emit_stamped(self._ts[start:end], self._items[start:end])
+        return end >= n and not emitter.pending
+
+    def save_to_snapshot(self) -> bool:
+        if not self._emitter.flush():  # entries taken but not yet out belong before the barrier
+            return False
+        return save_position(self.outbox, type(self).__name__, self.context, self._position)
+
+    def restore_from_snapshot(self, inbox: Inbox) -> None:
+        saved = restored_position(inbox, type(self).__name__, self.context)
+        if saved is not None:
+            self._position = int(saved[0])
+
+
+def stamped_items_source(ts: Sequence[Any], items: Sequence[Any]) -> ProcessorSupplier:
+    """A vertex supplier emitting ``items`` with their timestamps ``ts`` (two sequences of one
+    length) as a timestamped stream, in stamped chunks; split over instances as `items_source`.
+
+    >>> from jetbench import DAG, Edge, ExecutionService
+    >>> from jetbench.processors import collect_sink
+    >>> dag = DAG()
+    >>> src = dag.new_vertex("src", stamped_items_source([5, 7], ["a", "b"]))
+    >>> _ = dag.edge(Edge.between(src, dag.new_vertex("out", collect_sink())))
+    >>> ExecutionService().run(dag)
+    [(5, 'a'), (7, 'b')]
+    """
+    if len(ts) != len(items):
+        raise JetbenchError(f"stamped_items_source: {len(ts)} timestamps for {len(items)} items")
+    return ProcessorSupplier(StampedItemsSourceP, ts, items, label=f"stamped_items_source({len(items)} items)")
 
 
 def items_source(items: Iterable[Any]) -> ProcessorSupplier:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import linecache
 from collections.abc import Callable, Iterable
+from itertools import compress
 from typing import Any
 
 from ..core.errors import GENERATED_FILE_PREFIX
@@ -160,8 +161,10 @@ def _compile_columns(
     steps: tuple[tuple[str, Callable[..., Any]], ...], keep: bool
 ) -> Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]]:
     """`Transform.columns_fn`'s function: one comprehension over the items column, as in
-    `_compile`; unless only maps, the timestamps of what it emits are appended to ``out_ts``
-    by a last ``if`` clause (``list.append`` returns None), once per output item."""
+    `_compile`. Only maps: the timestamps go on as they came. Filters, then maps: the items
+    that pass and their timestamps are selected with `itertools.compress`. Otherwise the
+    timestamps of what it emits are appended to ``out_ts`` by a last ``if`` clause
+    (``list.append`` returns None), once per output item."""
     env: dict[str, Any] = {f"f{i}": fn for i, (_, fn) in enumerate(steps)}
     if not keep:
         env["_items"] = _compile(steps) if steps else _own  # Transform.items_fn
@@ -171,6 +174,16 @@ def _compile_columns(
     elif all(kind == MAP for kind, _ in steps):  # maps only: the timestamps go on unchanged
         expr, clauses = _chain_clauses(steps, "for x0 in items")
         source = f"lambda ts, items: (ts, [{expr} {clauses[0]}])"
+    elif _filters_first(steps):
+        # filters, then maps: one pass computes which items pass, and `itertools.compress` (C)
+        # selects them and their timestamps; no append per kept item, no tuple per item
+        n = sum(kind == FILTER for kind, _ in steps)
+        passes = " and ".join(f"f{i}(x0)" for i in range(n))
+        expr, _ = _chain_clauses(steps[n:], "", first=n)
+        kept = "_compress(items, keep)"
+        out = f"list({kept})" if expr == "x0" else f"[{expr} for x0 in {kept}]"
+        source = f"lambda ts, items: (lambda keep: (list(_compress(ts, keep)), {out}))([{passes} for x0 in items])"
+        env["_compress"] = compress
     else:
         expr, clauses = _chain_clauses(steps, "for (t, x0) in zip(ts, items)")
         body = f"[{expr} {' '.join(clauses)} if not stamp(t)]"
@@ -189,11 +202,19 @@ def _own(items: list[Any]) -> list[Any]:
     return items
 
 
-def _chain_clauses(steps: tuple[tuple[str, Callable[..., Any]], ...], head: str) -> tuple[str, list[str]]:
+def _filters_first(steps: tuple[tuple[str, Callable[..., Any]], ...]) -> bool:
+    """Whether the chain is one or more filters followed only by maps."""
+    kinds = [kind for kind, _ in steps]
+    n = kinds.index(MAP) if MAP in kinds else len(kinds)
+    return n > 0 and all(k == FILTER for k in kinds[:n]) and all(k == MAP for k in kinds[n:])
+
+
+def _chain_clauses(steps: tuple[tuple[str, Callable[..., Any]], ...], head: str,
+                   first: int = 0) -> tuple[str, list[str]]:
     """The output expression and the clauses of the chain's comprehension, the first ``head``
-    (the ``for`` binding ``x0``, the input item)."""
+    (the ``for`` binding ``x0``, the input item); the steps' functions are ``f{first}`` on."""
     expr, clauses = "x0", [head]
-    for i, (kind, _) in enumerate(steps):
+    for i, (kind, _) in enumerate(steps, first):
         if kind == MAP:
             expr = f"f{i}({expr})"
             continue

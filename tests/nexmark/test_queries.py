@@ -118,3 +118,16 @@ def test_generating_source_with_two_instances_equals_the_reference(generators):
         got = run(pipeline(q, nexmark(config, local_parallelism=2), config), progress=False,
                   cooperative_threads=2)
         assert same(got, REFERENCE[q](events, config)), q
+
+
+@pytest.mark.parametrize("stamped", [True, False], ids=["columns", "pairs"])
+def test_events_in_memory_as_columns_or_as_pairs_on_two_instances_equal_the_reference(stamped):
+    """`from_events` emits stamped chunks (a timestamps column beside an events column) or the
+    pairs themselves: every query gives the reference's results either way, on two instances."""
+    config = NexmarkConfig(num_events=5000, num_event_generators=1)
+    pairs = list(generate(config))
+    events = [e for _, e in pairs]
+    for q in QUERIES:
+        got = run(pipeline(q, from_events(pairs, local_parallelism=2, stamped=stamped), config), progress=False,
+                  cooperative_threads=2)
+        assert same(got, REFERENCE[q](events, config)), q

@@ -239,8 +239,10 @@ def test_processors_give_the_per_item_results(label, make):
     size=st.integers(1, 60),
     lag=st.integers(0, 40),
     batch=st.sampled_from([1, 3, 1024]),
+    stamped=st.booleans(),
 )
-def test_keyed_window_folding_equals_item_by_item(label, window, events, size, lag, batch):
+def test_keyed_window_folding_equals_item_by_item(label, window, events, size, lag, batch, stamped):
+    """Folding (over pairs, or a stamped chunk's columns) against the per-item path over pairs."""
     op = WITH_BATCH[label]
     definition = tumbling(size) if window == "tumbling" else sliding(size * 2, size)
     steps, ts = [], 0
@@ -251,8 +253,8 @@ def test_keyed_window_folding_equals_item_by_item(label, window, events, size, l
             steps.append(Watermark(ts - lag))
     fast = SlidingWindowP(key_of, op, definition)
     slow = SlidingWindowP(key_of, _per_item(op), definition)
-    assert fast.folds_batches == (op.deduct is None or window == "tumbling") and not slow.folds_batches
-    assert drive(fast, steps, batch) == drive(slow, steps, batch)
+    assert fast.folds_batches and not slow.folds_batches  # running mode too (op.deduct, sliding)
+    assert drive(fast, steps, batch, stamped=stamped) == drive(slow, steps, batch)
     assert fast.late_events_dropped == slow.late_events_dropped
 
 

@@ -269,24 +269,27 @@ def on_total_timer(k):
     return [(k.key, "timer", k.state)]
 
 
-def drive(processor, steps):
+def drive(processor, steps, stamped=False):
     """Run ``processor`` over ``steps`` (lists of (ts, item) pairs and watermarks), then complete
-    it; its output per key, in order, and the watermarks, in order."""
+    it; its output per key, in order, and the watermarks, in order. ``stamped``: a batch goes in
+    as a stamped chunk's columns (a function of the step's index: per step), else as pairs."""
     from jetbench.core.inbox import Inbox
+    from jetbench.core.items import Stamped
     from jetbench.core.outbox import Outbox
     from jetbench.core.processor import ProcessorContext
 
     box = Outbox(ordinal_count=1, capacity=1 << 16)
     processor.init(box, ProcessorContext("fms", 0, 0, 1, 1))
     out = []
-    for step in steps:
+    for i, step in enumerate(steps):
         if isinstance(step, Watermark):
             while not processor.try_process_watermark(step):
                 out += box.take_bucket(0)
             out += box.take_bucket(0)
             out.append(box.take_watermark())
         else:
-            inbox = Inbox(list(step))
+            as_columns = stamped(i) if callable(stamped) else stamped
+            inbox = Inbox(Stamped([t for t, _ in step], [x for _, x in step]) if as_columns else list(step))
             while len(inbox):
                 processor.process(0, inbox)
                 out += box.take_bucket(0)
@@ -319,6 +322,93 @@ def test_the_batch_form_equals_calling_fn_item_by_item():
         assert batched == per_item
 
     check()
+
+
+def sorted_totals(k, x):
+    """Sorted mode: a running total per key, emitted per item; a timer 5 ms after the first item."""
+    k.state += x[1]
+    if k.timer is None:
+        k.timer = k.time + 5
+    return [(k.key, k.state)]
+
+
+@pytest.mark.parametrize("form", ["columns", "mixed"])
+@pytest.mark.parametrize("mode", ["fn", "fn_all", "sorted"])
+def test_columns_in_give_what_pairs_in_give(mode, form):
+    """Every input path (item by item, the batch form grouping by key, sorted mode holding items
+    back) over a stamped chunk's columns, all batches or every other one: what pairs give."""
+    from hypothesis import given, settings
+
+    def make():
+        if mode == "sorted":
+            return FlatMapStatefulP(key_of, int, sorted_totals, on_total_timer, sorted_input=True,
+                                    order_key=lambda x: x[1])
+        return FlatMapStatefulP(key_of, int, total_to_limit, on_total_timer,
+                                fn_all=total_to_limit_all if mode == "fn_all" else None)
+
+    stamped = True if form == "columns" else (lambda i: i % 2 == 1)
+
+    @settings(max_examples=100, deadline=None)
+    @given(batches_and_watermarks())
+    def check(steps):
+        p = make()
+        assert p.accepts_stamped
+        assert drive(p, steps, stamped=stamped) == drive(make(), steps)
+
+    check()
+
+
+def test_the_batch_form_over_columns_pairs_each_item_with_its_own_timestamp():
+    """The batch path builds each key's pairs from the columns: each item with its own
+    timestamp, keys in the order first seen (a zip the wrong way round fails here)."""
+    seen = []
+
+    def fn_all(k, pairs):
+        seen.append((k.key, list(pairs), k.time))
+        return [(ts, (k.key, x[1])) for ts, x in pairs]
+
+    p = FlatMapStatefulP(key_of, int, total_to_limit, fn_all=fn_all)
+    per_key, _, _ = drive(p, [[(5, ("b", 1)), (7, ("a", 2)), (9, ("b", 3))]], stamped=True)
+    assert seen == [("b", [(5, ("b", 1)), (9, ("b", 3))], 9), ("a", [(7, ("a", 2))], 7)]
+    assert per_key == {"b": [(5, ("b", 1)), (9, ("b", 3))], "a": [(7, ("a", 2))]}
+
+
+def _reading_pairs(supplier):
+    """``supplier``'s processors opted out of stamped chunks: `verify_processor` hands them pairs."""
+
+    def make():
+        p = supplier()
+        p.accepts_stamped = False
+        return p
+
+    return make
+
+
+@pytest.mark.parametrize("form", ["columns", "pairs"])
+@pytest.mark.parametrize("mode", ["fn", "fn_all", "sorted"])
+def test_snapshots_restored_at_every_step_over_columns_and_over_pairs(mode, form):
+    """`verify_processor` hands an opted-in processor each batch as columns, with snapshots
+    saved and restored into a new instance at every step; opted out, the same input as pairs."""
+    items = [(t, (f"k{t % 3}", t % 5)) for t in (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7)]
+    steps = items[:5] + [Watermark(4)] + items[5:10] + [Watermark(9)] + items[10:]
+    if mode == "sorted":
+        supplier = flat_map_stateful(key_of, int, sorted_totals, on_total_timer, sorted_input=True,
+                                     order_key=lambda x: x[1])
+    else:
+        supplier = flat_map_stateful(key_of, int, total_to_limit, on_total_timer,
+                                     fn_all=total_to_limit_all if mode == "fn_all" else None)
+    # the expected output: one run over pairs, an item at a time, driven directly
+    per_key, watermarks, _ = drive(supplier(), [s if isinstance(s, Watermark) else [s] for s in steps])
+    expected_sorted = sorted((item for items in per_key.values() for item in items), key=repr)
+
+    def check(output):
+        data = [x for x in output if not isinstance(x, Watermark)]
+        assert sorted(data, key=repr) == expected_sorted
+        assert [w for w in output if isinstance(w, Watermark)] == watermarks
+
+    report = verify_processor(supplier if form == "columns" else _reading_pairs(supplier), input=steps,
+                              assert_output=check, snapshots=True)
+    assert len(report.modes) == 5
 
 
 def test_the_batch_form_in_a_pipeline_gives_the_same_results():

@@ -18,6 +18,7 @@ from jetbench.core.snapshot import snapshot_support
 from jetbench.nexmark.config import NexmarkConfig
 from jetbench.nexmark.source import NexmarkSourceP, nexmark_source
 from jetbench.processors import collect_sink
+from jetbench.processors.items_source import stamped_items_source
 from jetbench.processors.supplier import ProcessorSupplier
 from jetbench.spark.dataframe_sinks import SparkSinkP
 from jetbench.spark.dataframe_sources import ArrowSourceP, ParquetSource
@@ -93,6 +94,33 @@ def test_the_list_feeder_goes_on_from_its_position():
     supplier = ProcessorSupplier(ListFeederP, list(range(11)))
     assert snapshot_support(supplier()) == "supported"
     _snapshot_modes_ran(verify_processor(supplier, expected=list(range(11))))
+
+
+@pytest.mark.parametrize("k, n", [(0, 1), (0, 2), (1, 2)])
+def test_the_stamped_items_source_goes_on_from_its_position(k, n):
+    ts, items = list(range(0, 110, 10)), [f"e{i}" for i in range(11)]
+    supplier = stamped_items_source(ts, items)
+    assert snapshot_support(supplier()) == "supported"
+    expected = list(zip(ts, items, strict=True))[k::n]
+    report = verify_processor(supplier, expected=expected, context={"global_index": k, "total_parallelism": n})
+    _snapshot_modes_ran(report)
+
+
+def test_the_stamped_items_source_emits_stamped_chunks_and_checks_its_columns():
+    from jetbench.core.items import Stamped
+    from jetbench.core.outbox import Outbox
+    from jetbench.core.processor import ProcessorContext
+
+    p = stamped_items_source((5, 7, 9), ("a", "b", "c"))()
+    outbox = Outbox(1, capacity=2)
+    p.init(outbox, ProcessorContext("src", 0, 0, 1, 1))
+    assert not p.complete()
+    chunk = outbox.take_chunk(0)
+    assert type(chunk) is Stamped and (chunk.ts, chunk.items) == ([5, 7], ["a", "b"])
+    assert p.complete()
+    assert outbox.take_chunk(0).pairs() == [(9, "c")]
+    with pytest.raises(JetbenchError, match="2 timestamps for 3 items"):
+        stamped_items_source([1, 2], ["a", "b", "c"])
 
 
 def test_the_spark_sink_commits_what_each_snapshot_covers():

@@ -2,7 +2,10 @@
 processors that read ``(ts, item)`` pairs give what the item-by-item definition gives.
 
 A DAG is a source (1-2 instances) -> insert watermarks (from plain items with a ``ts_fn``, or
-from ``(ts, item)`` pairs) -> a chain of random stages -> a checking sink. Stages: timestamped
+from ``(ts, item)`` pairs, emitted as pairs or as stamped chunks) -> a chain of random stages ->
+optionally a stateful tail (a tumbling, sliding, global or session window, or `flat_map_stateful`
+item by item, in batches or sorted; opted in, each reads columns or pairs as they come) -> a
+checking sink. Stages: timestamped
 map / filter / flat_map / fused chains (`TransformP`, opted in), a user processor reading pairs
 item by item, a user processor reading and emitting columns, and optionally the planner's
 drop-timestamps at the end; each with a random parallelism (1-2), inbound routing (partitioned by
@@ -14,6 +17,7 @@ item comes after a watermark above its timestamp: watermarks kept their place am
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -28,9 +32,14 @@ from jetbench.core.items import Stamped
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
 from jetbench.processors import Transform, collect_sink, items_source, transform_processor
+from jetbench.processors.aggregate_operation import counting, summing
+from jetbench.processors.flat_map_stateful import flat_map_stateful
 from jetbench.processors.insert_watermarks import InsertWatermarksP, insert_watermarks
+from jetbench.processors.items_source import stamped_items_source
 from jetbench.processors.planning import EventKey
 from jetbench.processors.transform import TransformP
+from jetbench.processors.window_aggregate import window_aggregate
+from jetbench.processors.window_definition import WindowResult, session, sliding, tumbling
 
 MAPS = [lambda x: x + 1, lambda x: 2 * x, lambda x: x % 17]
 FILTERS = [lambda x: x % 2 == 0, lambda x: x % 3 != 0]
@@ -48,6 +57,9 @@ class Stage:
     queue_size: int
 
 
+TAILS = ["window", "sliding", "global", "session", "stateful", "stateful_batch", "stateful_sorted"]
+
+
 @dataclass(frozen=True)
 class Spec:
     items: tuple[int, ...]
@@ -56,6 +68,9 @@ class Spec:
     stages: tuple[Stage, ...]
     drop: bool
     outbox: int
+    columns_source: bool = False  # from pairs: the source emits them as stamped chunks
+    tail: str | None = None  # a stateful vertex (TAILS) after the stages
+    tail_lp: int = 1
 
 
 steps = st.lists(st.tuples(st.sampled_from(sorted(STEPS)), st.integers(0, 1)), min_size=0, max_size=3)
@@ -76,6 +91,9 @@ specs = st.builds(
     stages=st.lists(stage_specs(), min_size=1, max_size=5).map(tuple),
     drop=st.booleans(),
     outbox=st.integers(1, 16),
+    columns_source=st.booleans(),
+    tail=st.one_of(st.none(), st.sampled_from(TAILS)),
+    tail_lp=st.integers(1, 2),
 )
 
 
@@ -118,7 +136,7 @@ class CheckingSink(Processor):
     def process(self, ordinal, inbox):
         for item in inbox.take():
             self.got.append(item)
-            if type(item) is tuple and self.watermark is not None and item[0] < self.watermark:
+            if type(item) is tuple and len(item) == 2 and self.watermark is not None and item[0] < self.watermark:
                 self.late.append((self.watermark, item))
 
     def try_process_watermark(self, watermark: Watermark) -> bool:
@@ -137,9 +155,57 @@ def _fn_chain(stage: Stage):
     return t
 
 
+def tail_key(x):
+    return x % 3
+
+
+def add_to_total(k, x):
+    k.state += x
+    k.timer = math.inf  # the total goes out at the end of the input
+    return [x * 10]
+
+
+def add_to_total_all(k, pairs):
+    out = []
+    for ts, x in pairs:
+        k.state += x
+        out.append((ts, x * 10))
+    k.timer = math.inf
+    return out
+
+
+def running_total(k, x):
+    k.state += x
+    k.timer = math.inf
+    return [("run", k.key, k.state)]
+
+
+def final_total(k):
+    return [("total", k.key, k.state)]
+
+
+def _tail(tail: str):
+    if tail == "window":
+        return window_aggregate(tail_key, counting(), tumbling(10))
+    if tail == "sliding":
+        return window_aggregate(tail_key, summing(abs), sliding(20, 10))
+    if tail == "global":
+        return window_aggregate(None, counting(), tumbling(10))
+    if tail == "session":
+        return window_aggregate(tail_key, counting(), session(4))
+    if tail == "stateful_sorted":
+        return flat_map_stateful(tail_key, int, running_total, final_total, sorted_input=True, order_key=abs)
+    return flat_map_stateful(tail_key, int, add_to_total, final_total,
+                             fn_all=add_to_total_all if tail == "stateful_batch" else None)
+
+
 def _build(spec: Spec) -> DAG:
     dag = DAG()
-    if spec.from_pairs:
+    if spec.from_pairs and spec.columns_source:
+        src = dag.new_vertex("source", stamped_items_source([3 * x for x in spec.items], list(spec.items)),
+                             spec.source_lp)
+        wm = dag.new_vertex("watermarks", insert_watermarks(None, 0, 5), spec.source_lp)
+    elif spec.from_pairs:
         src = dag.new_vertex("source", items_source([(3 * x, x) for x in spec.items]), spec.source_lp)
         wm = dag.new_vertex("watermarks", insert_watermarks(None, 0, 5), spec.source_lp)
     else:
@@ -167,6 +233,11 @@ def _build(spec: Spec) -> DAG:
             edge.broadcast()
         dag.edge(edge)
         prev, prev_lp = v, stage.lp
+    if spec.tail is not None:  # each key in one instance (a global window: one instance)
+        lp = 1 if spec.tail == "global" else spec.tail_lp
+        v = dag.new_vertex(f"tail-{spec.tail}", _tail(spec.tail), lp)
+        dag.edge(Edge.between(prev, v).partitioned(EventKey(tail_key)).queue_size(3))
+        prev, prev_lp = v, lp
     if spec.drop:
         v = dag.new_vertex("drop-timestamps", transform_processor(Transform(timestamped=True, keep_timestamps=False)),
                            prev_lp)
@@ -202,12 +273,58 @@ def _reference(spec: Spec) -> Counter:
             for v in values:
                 out[(t, v)] += n
         pairs = out
+    if spec.tail is not None:
+        pairs = _reference_tail(spec.tail, pairs)
     if not spec.drop:
         return pairs
     items: Counter = Counter()
     for (_, x), n in pairs.items():
         items[x] += n
     return items
+
+
+def _reference_tail(tail: str, pairs: Counter) -> Counter:
+    """The tail's output over ``pairs`` (no event is late: every instance's items come in order
+    of time, watermarks after them). Windows: per (end, key); sessions: a key's timestamps
+    within the gap of each other; stateful: per item, and per key at the end."""
+    out: Counter = Counter()
+    if tail in ("window", "global", "sliding"):
+        acc: Counter = Counter()
+        for (t, x), n in pairs.items():
+            key = None if tail == "global" else tail_key(x)
+            first_end = t - t % 10 + 10
+            for end in ([first_end] if tail != "sliding" else [first_end, first_end + 10]):
+                acc[(end, key)] += n * (abs(x) if tail == "sliding" else 1)
+        size = 20 if tail == "sliding" else 10
+        for (end, key), value in acc.items():
+            out[(end, WindowResult(end - size, end, key, value))] += 1
+        return out
+    if tail == "session":
+        by_key: dict = {}
+        for (t, x), n in pairs.items():
+            by_key.setdefault(tail_key(x), Counter())[t] += n
+        for key, stamps in by_key.items():
+            start = end = None
+            count = 0
+            for t in sorted(stamps):
+                if end is not None and t > end:
+                    out[(end, WindowResult(start, end, key, count))] += 1
+                    start, count = None, 0
+                start = t if start is None else start
+                end, count = t + 4, count + stamps[t]
+            out[(end, WindowResult(start, end, key, count))] += 1
+        return out
+    totals: Counter = Counter()
+    keys = set()
+    expanded = sorted((t, abs(x), x) for (t, x), n in pairs.items() for _ in range(n))
+    for t, _, x in expanded:  # sorted: by time, then order_key (abs), as sorted mode hands them over
+        key = tail_key(x)
+        keys.add(key)
+        totals[key] += x
+        out[(t, ("run", key, totals[key]) if tail == "stateful_sorted" else x * 10)] += 1
+    for key in keys:
+        out[(math.inf, ("total", key, totals[key]))] += 1
+    return out
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

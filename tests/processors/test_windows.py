@@ -267,16 +267,33 @@ _CASES = {
 }
 
 
+def _reading_pairs(supplier):
+    """``supplier``'s processors, opted out of stamped chunks: `verify_processor` then hands
+    them ``(ts, item)`` pairs (an opted-in processor gets each batch as columns)."""
+
+    def make():
+        p = supplier()
+        p.accepts_stamped = False
+        return p
+
+    return make
+
+
+@pytest.mark.parametrize("form", ["columns", "pairs"])
 @pytest.mark.parametrize("case", list(_CASES))
-def test_verify_processor(case):
+def test_verify_processor(case, form):
     key_fn, op, wd = _CASES[case]
+    supplier = window_aggregate(key_fn, op, wd)
+    assert supplier().accepts_stamped  # windows read a stamped chunk's columns
+    if form == "pairs":
+        supplier = _reading_pairs(supplier)
     if wd.kind == "session":
         expected, _ = reference_session(_EVENTS, key_fn, op, wd.gap)
     else:
         expected, _ = reference_sliding(_EVENTS, key_fn, op, wd.size, wd.slide)
     assert sum(map(len, expected)) >= 4
     report = verify_processor(
-        window_aggregate(key_fn, op, wd),
+        supplier,
         input=_EVENTS,
         assert_output=lambda output: assert_matches(output, _EVENTS, expected),
     )
@@ -387,3 +404,90 @@ def test_session_counting_in_place_equals_accumulate_calls(steps, gap, keyed, dr
     fast, slow = SessionWindowP(key_fn, counting(), gap), SessionWindowP(key_fn, by_calls, gap)
     assert drive(fast, steps, *drive_args) == drive(slow, steps, *drive_args)
     assert fast.late_events_dropped == slow.late_events_dropped
+
+
+# -- stamped chunks: columns in give what pairs in give ---------------------------------------------
+
+#: how the batches of a run go in: all as columns, or every other one (pairs and columns mixed,
+#: as a processor behind producers of both kinds gets them)
+_FORMS = {"columns": True, "mixed": lambda n: n % 2 == 1}
+
+
+@_SETTINGS
+@given(
+    steps=scenarios(),
+    slide=st.integers(1, 25),
+    frames=st.integers(1, 5),
+    op_name=st.sampled_from(list(OPS)),
+    keyed=st.booleans(),
+    drive_args=_DRIVE,
+    form=st.sampled_from(sorted(_FORMS)),
+)
+def test_sliding_reads_columns_as_it_reads_pairs(steps, slide, frames, op_name, keyed, drive_args, form):
+    """Late events, watermarks, the running and the recombining paths, and the whole-batch fold
+    (counting, keyed and not) over columns: the reference's results, the same as over pairs."""
+    op, key_fn = OPS[op_name], (key0 if keyed else None)
+    if frames > 1 and op.combine is None:
+        return
+    wd = sliding(slide * frames, slide)
+    columns, pairs = SlidingWindowP(key_fn, op, wd), SlidingWindowP(key_fn, op, wd)
+    out = drive(columns, steps, *drive_args, stamped=_FORMS[form])
+    expected, late = reference_sliding(steps, key_fn, op, wd.size, wd.slide)
+    assert_matches(out, steps, expected)
+    assert out == drive(pairs, steps, *drive_args)
+    assert columns.late_events_dropped == pairs.late_events_dropped == late
+
+
+@_SETTINGS
+@given(
+    gaps=st.lists(st.integers(0, 30), max_size=200),
+    size=st.integers(1, 200),
+    lag=st.integers(0, 50),
+    drive_args=_DRIVE,
+    keyed=st.booleans(),
+)
+def test_whole_batch_folding_over_columns_equals_item_by_item(gaps, size, lag, drive_args, keyed):
+    """The fold over a stamped chunk's columns (`SlidingWindowP._fold_columns`) against the
+    per-item path over pairs: mostly ordered events with stragglers, keyed and global."""
+    steps, ts = [], 0
+    for i, gap in enumerate(gaps):
+        ts += gap
+        steps.append((ts - (i % 3) * lag // 2, (i % 4, i)))
+        if i % 17 == 16:
+            steps.append(Watermark(ts - lag))
+    one_by_one = dataclasses.replace(counting(), accumulate_all=None, accumulate_groups=None)
+    key_fn = key0 if keyed else None
+    fast, slow = SlidingWindowP(key_fn, counting(), tumbling(size)), SlidingWindowP(key_fn, one_by_one, tumbling(size))
+    assert fast.folds_batches and not slow.folds_batches
+    assert drive(fast, steps, *drive_args, stamped=True) == drive(slow, steps, *drive_args)
+    assert fast.late_events_dropped == slow.late_events_dropped
+
+
+def test_a_folded_batch_of_columns_counts_its_items_not_their_timestamps():
+    """The fold takes the items column as the items: a zip the wrong way round (or the
+    timestamps folded) gives other keys and values."""
+    p = SlidingWindowP(key0, summing(itemgetter(1)), tumbling(100))
+    out = drive(p, [(1, ("a", 5)), (2, ("b", 7)), (3, ("a", 11))], stamped=True)
+    assert out == [R(0, 100, "a", 16), R(0, 100, "b", 7)]
+    q = SlidingWindowP(None, counting(), tumbling(100))
+    assert q.folds_batches
+    assert drive(q, [(1, "x"), (2, "y"), (250, "z")], stamped=True) == [R(0, 100, None, 2), R(200, 300, None, 1)]
+
+
+@_SETTINGS
+@given(
+    steps=scenarios(),
+    gap=st.integers(1, 50),
+    op_name=st.sampled_from(["sum", "count", "counter", "sorted_list"]),
+    keyed=st.booleans(),
+    drive_args=_DRIVE,
+    form=st.sampled_from(sorted(_FORMS)),
+)
+def test_session_reads_columns_as_it_reads_pairs(steps, gap, op_name, keyed, drive_args, form):
+    op, key_fn = OPS[op_name], (key0 if keyed else None)
+    columns, pairs = SessionWindowP(key_fn, op, gap), SessionWindowP(key_fn, op, gap)
+    out = drive(columns, steps, *drive_args, stamped=_FORMS[form])
+    expected, late = reference_session(steps, key_fn, op, gap)
+    assert_matches(out, steps, expected)
+    assert out == drive(pairs, steps, *drive_args)
+    assert columns.late_events_dropped == pairs.late_events_dropped == late

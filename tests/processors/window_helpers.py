@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from jetbench.core.inbox import Inbox
-from jetbench.core.items import Watermark
+from jetbench.core.items import Stamped, Watermark
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import Processor, ProcessorContext
 from jetbench.processors.aggregate_operation import AggregateOperation
@@ -37,9 +37,14 @@ def drive(
     capacity: int = 1024,
     complete: bool = True,
     max_calls: int = 100_000,
+    stamped: Callable[[int], bool] | bool = False,
 ) -> list:
     """Feed ``steps`` (items and Watermarks) in batches of up to ``batch`` items through a
-    ``capacity``-limited outbox, draining it after every call; then ``complete()``."""
+    ``capacity``-limited outbox, draining it after every call; then ``complete()``.
+
+    ``stamped``: whether a batch of ``(ts, item)`` pairs goes in as a stamped chunk's columns
+    (as the engine hands a processor that accepts them), or a function of the batch's number
+    saying so per batch; else it goes in as the pairs."""
     outbox = Outbox(1, capacity)
     processor.init(outbox, CONTEXT)
     out: list = []
@@ -58,7 +63,7 @@ def drive(
                 return
         raise AssertionError(f"{fn} not done after {max_calls} calls")
 
-    i = 0
+    i = batches = 0
     while i < len(steps):
         step = steps[i]
         if isinstance(step, Watermark):
@@ -68,7 +73,10 @@ def drive(
         j = i
         while j < len(steps) and j - i < batch and not isinstance(steps[j], Watermark):
             j += 1
-        inbox = Inbox(list(steps[i:j]))
+        chunk = list(steps[i:j])
+        as_columns = stamped(batches) if callable(stamped) else stamped
+        batches += 1
+        inbox = Inbox(Stamped([t for t, _ in chunk], [x for _, x in chunk]) if as_columns else chunk)
         for _ in range(max_calls):
             if not inbox:
                 break
