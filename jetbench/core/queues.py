@@ -72,6 +72,10 @@ class InboundStream:
     next drain). At a control item it stops draining that queue: DONE retires the queue, a watermark
     goes through the queue-level coalescer. A newly coalesced watermark is left in
     ``self.watermark`` and the drain returns at once, so the items before it are processed first.
+
+    A subclass that understands more control items (snapshot barriers: `jetbench.core.
+    snapshot_tasklet.BarrierInboundStream`) overrides the three hooks `_held`, `_control` and
+    `_drained`, not the drain itself.
     """
 
     __slots__ = ("ordinal", "priority", "queues", "_live", "_coalescer", "_cursor", "watermark")
@@ -117,6 +121,8 @@ class InboundStream:
         self._cursor = start + 1
         for k in range(n):
             q = live[(start + k) % n]
+            if self._held(q):
+                continue
             chunks = q.chunks
             while chunks:
                 chunk = chunks.popleft()
@@ -140,18 +146,33 @@ class InboundStream:
                     retired = [q] if retired is None else [*retired, q]
                     wm = coalescer.done(q.index)
                 else:
-                    wm = coalescer.observe(q.index, chunk)
+                    wm = self._control(q, chunk)
                 if wm is not None:
                     self.watermark = wm
                     if retired is not None:
                         self._retire(retired)
+                    self._drained()
                     return result
                 break
             if result is not None and chunk_len(result) >= limit:
                 break
         if retired is not None:
             self._retire(retired)
+        self._drained()
         return result
+
+    # -- hooks (a subclass's control items) -------------------------------------------------------
+
+    def _held(self, q: SPSCQueue) -> bool:
+        """Whether ``q`` is not to be drained now."""
+        return False
+
+    def _control(self, q: SPSCQueue, item: Any) -> Watermark | None:
+        """Take control item ``item`` (not DONE) from ``q``; a newly coalesced watermark or None."""
+        return self._coalescer.observe(q.index, item)
+
+    def _drained(self) -> None:
+        """Called at the end of every drain that visited the queues."""
 
     def _retire(self, queues: list[SPSCQueue]) -> None:
         self._live = [q for q in self._live if q not in queues]

@@ -41,10 +41,10 @@ from typing import Any, Protocol
 
 from .errors import JetbenchError
 from .inbox import Inbox
-from .items import DONE, Chunk, SnapshotBarrier, Stamped, chunk_len
+from .items import SnapshotBarrier, Watermark
 from .metrics import InboundBarrier
 from .processor import Processor, ProcessorContext
-from .queues import InboundStream, SPSCQueue, join_chunk
+from .queues import InboundStream, SPSCQueue
 from .routing import Collector
 from .tasklet import _STATE_OF_STEP, ProcessorTasklet, TaskletState
 
@@ -83,71 +83,22 @@ class BarrierInboundStream(InboundStream):
         self._got: list[SPSCQueue] = []  # queues that delivered ``_current``
         self._current: SnapshotBarrier | None = None
 
-    def drain(self, limit: int) -> Chunk | None:
-        live = self._live
-        n = len(live)
-        if n == 0:
+    def _held(self, q: SPSCQueue) -> bool:
+        """Exactly-once: a queue that delivered the current barrier waits for the others."""
+        return self.aligned and q in self._got
+
+    def _control(self, q: SPSCQueue, item: Any) -> Watermark | None:
+        if item.__class__ is SnapshotBarrier:
+            if self._current is not None and item != self._current:
+                raise JetbenchError(f"inbound ordinal {self.ordinal}: {item} came while "
+                                    f"{self._current} was not yet complete")
+            self._current = item
+            self._got.append(q)
             return None
-        coalescer = self._coalescer
-        if coalescer.idle_pending:
-            idle = coalescer.take_idle()
-            if idle is not None:
-                self.watermark = idle
-                return None
-        result: Chunk | None = None
-        retired: list[SPSCQueue] | None = None
-        got = self._got
-        aligned = self.aligned
-        start = self._cursor
-        self._cursor = start + 1
-        for k in range(n):
-            q = live[(start + k) % n]
-            if aligned and got and q in got:
-                continue  # exactly-once: hold this queue until every queue delivered the barrier
-            chunks = q.chunks
-            while chunks:
-                chunk = chunks.popleft()
-                cls = type(chunk)
-                if cls is list or cls is Stamped:
-                    if result is None:
-                        result = chunk
-                    elif type(result) is not cls:
-                        chunks.appendleft(chunk)  # the other kind of chunk: the next drain's
-                        break
-                    else:
-                        join_chunk(result, chunk)
-                    q.polled += chunk_len(chunk)
-                    if coalescer.any_idle:
-                        coalescer.mark_active(q.index)
-                    if chunk_len(result) >= limit:
-                        break
-                    continue
-                q.polled += 1
-                wm = None
-                if chunk is DONE:
-                    retired = [q] if retired is None else [*retired, q]
-                    wm = coalescer.done(q.index)
-                elif chunk.__class__ is SnapshotBarrier:
-                    if self._current is not None and chunk != self._current:
-                        raise JetbenchError(f"inbound ordinal {self.ordinal}: {chunk} came while "
-                                            f"{self._current} was not yet complete")
-                    self._current = chunk
-                    got.append(q)
-                else:
-                    wm = coalescer.observe(q.index, chunk)
-                if wm is not None:
-                    self.watermark = wm
-                    if retired is not None:
-                        self._retire(retired)
-                    self._check_barrier()
-                    return result
-                break
-            if result is not None and chunk_len(result) >= limit:
-                break
-        if retired is not None:
-            self._retire(retired)
+        return super()._control(q, item)
+
+    def _drained(self) -> None:
         self._check_barrier()
-        return result
 
     def _retire(self, queues: list[SPSCQueue]) -> None:
         super()._retire(queues)
