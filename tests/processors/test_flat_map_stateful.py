@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from stamped_helpers import reading_pairs
 
 from jetbench import Pipeline, run, sinks, sources
 from jetbench.core.errors import JetbenchError
@@ -373,17 +374,6 @@ def test_the_batch_form_over_columns_pairs_each_item_with_its_own_timestamp():
     assert per_key == {"b": [(5, ("b", 1)), (9, ("b", 3))], "a": [(7, ("a", 2))]}
 
 
-def _reading_pairs(supplier):
-    """``supplier``'s processors opted out of stamped chunks: `verify_processor` hands them pairs."""
-
-    def make():
-        p = supplier()
-        p.accepts_stamped = False
-        return p
-
-    return make
-
-
 @pytest.mark.parametrize("form", ["columns", "pairs"])
 @pytest.mark.parametrize("mode", ["fn", "fn_all", "sorted"])
 def test_snapshots_restored_at_every_step_over_columns_and_over_pairs(mode, form):
@@ -406,7 +396,7 @@ def test_snapshots_restored_at_every_step_over_columns_and_over_pairs(mode, form
         assert sorted(data, key=repr) == expected_sorted
         assert [w for w in output if isinstance(w, Watermark)] == watermarks
 
-    report = verify_processor(supplier if form == "columns" else _reading_pairs(supplier), input=steps,
+    report = verify_processor(supplier if form == "columns" else reading_pairs(supplier), input=steps,
                               assert_output=check, snapshots=True)
     assert len(report.modes) == 5
 

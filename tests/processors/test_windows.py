@@ -11,6 +11,7 @@ from operator import itemgetter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stamped_helpers import reading_pairs
 from window_helpers import (
     assert_matches,
     drive,
@@ -267,18 +268,6 @@ _CASES = {
 }
 
 
-def _reading_pairs(supplier):
-    """``supplier``'s processors, opted out of stamped chunks: `verify_processor` then hands
-    them ``(ts, item)`` pairs (an opted-in processor gets each batch as columns)."""
-
-    def make():
-        p = supplier()
-        p.accepts_stamped = False
-        return p
-
-    return make
-
-
 @pytest.mark.parametrize("form", ["columns", "pairs"])
 @pytest.mark.parametrize("case", list(_CASES))
 def test_verify_processor(case, form):
@@ -286,7 +275,7 @@ def test_verify_processor(case, form):
     supplier = window_aggregate(key_fn, op, wd)
     assert supplier().accepts_stamped  # windows read a stamped chunk's columns
     if form == "pairs":
-        supplier = _reading_pairs(supplier)
+        supplier = reading_pairs(supplier)
     if wd.kind == "session":
         expected, _ = reference_session(_EVENTS, key_fn, op, wd.gap)
     else:
