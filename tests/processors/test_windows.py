@@ -309,17 +309,17 @@ def scenarios(draw):
 
 _DRIVE = st.tuples(st.sampled_from([1, 2, 7, 1024]), st.sampled_from([1, 2, 5, 1024]))
 _SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: a sliding (or tumbling) window's cases: events, frame, frames per window, operation, key, drive
+_SLIDING_CASES = dict(steps=scenarios(), slide=st.integers(1, 25), frames=st.integers(1, 5),
+                      op_name=st.sampled_from(list(OPS)), keyed=st.booleans(), drive_args=_DRIVE)
+#: a session window's cases
+_SESSION_CASES = dict(steps=scenarios(), gap=st.integers(1, 50),
+                      op_name=st.sampled_from(["sum", "count", "counter", "sorted_list"]), keyed=st.booleans(),
+                      drive_args=_DRIVE)
 
 
 @_SETTINGS
-@given(
-    steps=scenarios(),
-    slide=st.integers(1, 25),
-    frames=st.integers(1, 5),
-    op_name=st.sampled_from(list(OPS)),
-    keyed=st.booleans(),
-    drive_args=_DRIVE,
-)
+@given(**_SLIDING_CASES)
 def test_sliding_matches_reference(steps, slide, frames, op_name, keyed, drive_args):
     op, key_fn = OPS[op_name], (key0 if keyed else None)
     if frames > 1 and op.combine is None:
@@ -333,13 +333,7 @@ def test_sliding_matches_reference(steps, slide, frames, op_name, keyed, drive_a
 
 
 @_SETTINGS
-@given(
-    steps=scenarios(),
-    gap=st.integers(1, 50),
-    op_name=st.sampled_from(["sum", "count", "counter", "sorted_list"]),
-    keyed=st.booleans(),
-    drive_args=_DRIVE,
-)
+@given(**_SESSION_CASES)
 def test_session_matches_reference(steps, gap, op_name, keyed, drive_args):
     op, key_fn = OPS[op_name], (key0 if keyed else None)
     p = SessionWindowP(key_fn, op, gap)
@@ -404,12 +398,7 @@ _FORMS = {"columns": True, "mixed": lambda n: n % 2 == 1}
 
 @_SETTINGS
 @given(
-    steps=scenarios(),
-    slide=st.integers(1, 25),
-    frames=st.integers(1, 5),
-    op_name=st.sampled_from(list(OPS)),
-    keyed=st.booleans(),
-    drive_args=_DRIVE,
+    **_SLIDING_CASES,
     form=st.sampled_from(sorted(_FORMS)),
 )
 def test_sliding_reads_columns_as_it_reads_pairs(steps, slide, frames, op_name, keyed, drive_args, form):
@@ -465,11 +454,7 @@ def test_a_folded_batch_of_columns_counts_its_items_not_their_timestamps():
 
 @_SETTINGS
 @given(
-    steps=scenarios(),
-    gap=st.integers(1, 50),
-    op_name=st.sampled_from(["sum", "count", "counter", "sorted_list"]),
-    keyed=st.booleans(),
-    drive_args=_DRIVE,
+    **_SESSION_CASES,
     form=st.sampled_from(sorted(_FORMS)),
 )
 def test_session_reads_columns_as_it_reads_pairs(steps, gap, op_name, keyed, drive_args, form):
