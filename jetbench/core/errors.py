@@ -13,7 +13,8 @@ import contextlib
 import os
 import reprlib
 import traceback
-from types import TracebackType
+import weakref
+from types import CodeType, TracebackType
 
 #: the engine's own machinery: frames in these files come before the user's code in a failure
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,12 +42,32 @@ def is_engine_file(filename: str) -> bool:
     return filename.startswith(_ENGINE_PATHS) or filename.startswith(GENERATED_FILE_PREFIX)
 
 
+#: code the engine generated in the user's own file (a fused chain whose steps it inlined)
+_GENERATED_CODE: weakref.WeakSet[CodeType] = weakref.WeakSet()
+
+
+def note_generated_code(code: CodeType) -> None:
+    """Mark ``code`` as the engine's, though its file is the user's: its frames are left out
+    of a failure's user frames unless the failure is in them (an inlined step's expression)."""
+    _GENERATED_CODE.add(code)
+
+
+def is_generated_code(code: CodeType) -> bool:
+    """Whether ``code`` is code jetbench generated (a fused chain's, inlined steps or not)."""
+    return code.co_filename.startswith(GENERATED_FILE_PREFIX) or code in _GENERATED_CODE
+
+
+def is_engine_code(code: CodeType) -> bool:
+    """Whether a frame running ``code`` is the engine's (`is_engine_file`, or generated)."""
+    return is_engine_file(code.co_filename) or code in _GENERATED_CODE
+
+
 def user_frames(tb: TracebackType | None) -> traceback.StackSummary:
     """The frames of a processor failure's traceback from the first one outside the engine
     inward (the user's function and what it called); the innermost frame if all are the engine's."""
     entries = list(traceback.walk_tb(tb))
     for k, (frame, _) in enumerate(entries):
-        if not is_engine_file(frame.f_code.co_filename):
+        if not is_engine_code(frame.f_code):
             return traceback.StackSummary.extract(entries[k:])
     return traceback.StackSummary.extract(entries[-1:])
 
@@ -54,7 +75,7 @@ def user_frames(tb: TracebackType | None) -> traceback.StackSummary:
 def caller_frames(tb: TracebackType | None) -> traceback.StackSummary:
     """The frames of an error's traceback outside the engine (the user's calls that led to it)."""
     return traceback.StackSummary.extract(
-        (frame, line) for frame, line in traceback.walk_tb(tb) if not is_engine_file(frame.f_code.co_filename)
+        (frame, line) for frame, line in traceback.walk_tb(tb) if not is_engine_code(frame.f_code)
     )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..core.errors import BATCH, GENERATED_FILE_PREFIX, ITEM, JetbenchError, note_failing_item
+from ..core.errors import BATCH, ITEM, JetbenchError, is_generated_code, note_failing_item
 from ..core.inbox import Inbox
 from ..core.items import unzip_pairs
 from ..core.native import mypyc_attr
@@ -24,7 +24,7 @@ def _note_failing_item(exc: Exception, batch: list[Any]) -> None:
     """On a failure of the compiled chain: note on ``exc`` the input item its comprehension
     was at (``x0``, read from the generated code's frame), else the whole batch."""
     for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
-        if frame.f_code.co_filename.startswith(GENERATED_FILE_PREFIX) and "x0" in frame.f_locals:
+        if is_generated_code(frame.f_code) and "x0" in frame.f_locals:
             note_failing_item(exc, frame.f_locals["x0"], ITEM)
             return
     note_failing_item(exc, batch, BATCH)

@@ -8,13 +8,18 @@ comprehension over a batch, so a fused chain costs one pass and no per-step queu
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import linecache
+import re
+import weakref
 from collections.abc import Callable, Iterable
 from itertools import compress
+from types import CellType, CodeType, FunctionType
 from typing import Any
 
-from ..core.errors import GENERATED_FILE_PREFIX
+from ..core.errors import GENERATED_FILE_PREFIX, note_generated_code
+from .inlining import InlineExpression, inline_expression
 
 MAP, FILTER, FLAT_MAP = "map", "filter", "flat_map"
 
@@ -145,15 +150,17 @@ def _compile(
     if not steps and (keep or not timestamped):
         return list
     env = {f"f{i}": fn for i, (_, fn) in enumerate(steps)}
+    inline = _inlinable(steps)
     if keep and all(kind == FILTER for kind, _ in steps):
         # only filters over (ts, item) pairs: a kept pair goes out as it came, not rebuilt
-        tests = " ".join(f"if f{i}({'(x0 := p[1])' if i == 0 else 'x0'})" for i in range(len(steps)))
-        fused: Callable[[list[Any]], list[Any]] = _eval(f"lambda batch: [p for p in batch {tests}]", steps, env)
+        _, clauses = _chain_clauses(steps, "for p in batch for x0 in [p[1]]", inline=inline)
+        fused: Callable[[list[Any]], list[Any]] = _eval(f"lambda batch: [p {' '.join(clauses)}]", steps, env, inline)
         return fused
-    expr, clauses = _chain_clauses(steps, "for (t, x0) in batch" if timestamped else "for x0 in batch")
+    expr, clauses = _chain_clauses(steps, "for (t, x0) in batch" if timestamped else "for x0 in batch",
+                                   inline=inline)
     if keep:
         expr = f"(t, {expr})"
-    fused = _eval(f"lambda batch: [{expr} {' '.join(clauses)}]", steps, env)
+    fused = _eval(f"lambda batch: [{expr} {' '.join(clauses)}]", steps, env, inline)
     return fused
 
 
@@ -166,30 +173,31 @@ def _compile_columns(
     timestamps of what it emits are appended to ``out_ts`` by a last ``if`` clause
     (``list.append`` returns None), once per output item."""
     env: dict[str, Any] = {f"f{i}": fn for i, (_, fn) in enumerate(steps)}
+    inline = _inlinable(steps) if keep else {}
     if not keep:
         env["_items"] = _compile(steps) if steps else _own  # Transform.items_fn
         source = "lambda ts, items: (None, _items(items))"
     elif not steps:
         source = "lambda ts, items: (ts, items)"
     elif all(kind == MAP for kind, _ in steps):  # maps only: the timestamps go on unchanged
-        expr, clauses = _chain_clauses(steps, "for x0 in items")
-        source = f"lambda ts, items: (ts, [{expr} {clauses[0]}])"
+        expr, clauses = _chain_clauses(steps, "for x0 in items", inline=inline)
+        source = f"lambda ts, items: (ts, [{expr} {' '.join(clauses)}])"
     elif _filters_first(steps):
         # filters, then maps: one pass computes which items pass, and `itertools.compress` (C)
         # selects them and their timestamps; no append per kept item, no tuple per item
         n = sum(kind == FILTER for kind, _ in steps)
-        passes = " and ".join(f"f{i}(x0)" for i in range(n))
-        expr, _ = _chain_clauses(steps[n:], "", first=n)
+        passes = " and ".join(f"{_call(i, inline)}(x0)" for i in range(n))
         kept = "_compress(items, keep)"
-        out = f"list({kept})" if expr == "x0" else f"[{expr} for x0 in {kept}]"
+        expr, clauses = _chain_clauses(steps[n:], f"for x0 in {kept}", first=n, inline=inline)
+        out = f"list({kept})" if len(clauses) == 1 and expr == "x0" else f"[{expr} {' '.join(clauses)}]"
         source = f"lambda ts, items: (lambda keep: (list(_compress(ts, keep)), {out}))([{passes} for x0 in items])"
         env["_compress"] = compress
     else:
-        expr, clauses = _chain_clauses(steps, "for (t, x0) in zip(ts, items)")
+        expr, clauses = _chain_clauses(steps, "for (t, x0) in zip(ts, items)", inline=inline)
         body = f"[{expr} {' '.join(clauses)} if not stamp(t)]"
         source = f"lambda ts, items: (lambda out_ts, stamp: (out_ts, {body}))(*_new_column())"
         env["_new_column"] = _new_column
-    fused: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] = _eval(source, steps, env)
+    fused: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] = _eval(source, steps, env, inline)
     return fused
 
 
@@ -209,30 +217,143 @@ def _filters_first(steps: tuple[tuple[str, Callable[..., Any]], ...]) -> bool:
     return n > 0 and all(k == FILTER for k in kinds[:n]) and all(k == MAP for k in kinds[n:])
 
 
-def _chain_clauses(steps: tuple[tuple[str, Callable[..., Any]], ...], head: str,
-                   first: int = 0) -> tuple[str, list[str]]:
+def _chain_clauses(steps: tuple[tuple[str, Callable[..., Any]], ...], head: str, first: int = 0,
+                   inline: dict[int, InlineExpression] | None = None) -> tuple[str, list[str]]:
     """The output expression and the clauses of the chain's comprehension, the first ``head``
-    (the ``for`` binding ``x0``, the input item); the steps' functions are ``f{first}`` on."""
+    (the ``for`` binding ``x0``, the input item); the steps' functions are ``f{first}`` on.
+
+    A step in ``inline`` is written as a call of ``_jb_inline_{i}`` on a variable, which
+    `_eval` replaces with the function's expression of that variable; a value that is not yet in
+    a variable is bound with ``for x{i} in [value]`` (CPython compiles that to an assignment)."""
+    inline = inline or {}
     expr, clauses = "x0", [head]
     for i, (kind, _) in enumerate(steps, first):
-        if kind == MAP:
-            expr = f"f{i}({expr})"
-            continue
         var = f"x{i + 1}"
-        if kind == FILTER:
-            clauses.append(f"if f{i}({expr})" if expr.isidentifier() else f"if f{i}(({var} := {expr}))")
+        if i in inline and not expr.isidentifier():
+            clauses.append(f"for _jb_v{i} in [{expr}]")
+            expr = f"_jb_v{i}"
+        call = _call(i, inline)
+        if kind == MAP:
+            expr = f"{call}({expr})"
+        elif kind == FILTER:
             if not expr.isidentifier():
+                clauses.append(f"for {var} in [{expr}]")
                 expr = var
+            clauses.append(f"if {call}({expr})")
         else:
-            clauses.append(f"for {var} in f{i}({expr})")
+            clauses.append(f"for {var} in {call}({expr})")
             expr = var
     return expr, clauses
 
 
-def _eval(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...], env: dict[str, Any]) -> Any:
-    """The function the lambda expression ``source`` makes, in ``env``."""
+def _call(i: int, inline: dict[int, InlineExpression]) -> str:
+    """What the generated code calls for step ``i``: its function, or the placeholder `_eval`
+    replaces with the function's expression."""
+    return f"{_INLINE_PREFIX}{i}" if i in inline else f"f{i}"
+
+
+def _eval(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...], env: dict[str, Any],
+          inline: dict[int, InlineExpression] | None = None) -> Any:
+    """The function the lambda expression ``source`` makes, in ``env``; with steps to inline,
+    `_eval_inlined` makes it."""
+    if inline:
+        return _eval_inlined(source, env, inline)
     filename = _register_source(source, steps)
     return eval(compile(source, filename, "eval"), env)  # noqa: S307 - our own code
+
+
+#: what the generated code calls in place of a step to inline (`_call`)
+_INLINE_PREFIX = "_jb_inline_"
+#: names the generated code binds: an inlined expression reading one of them stays a call
+_GENERATED_NAMES = re.compile(r"(x|f)\d+|t|p|ts|items|batch|keep|out_ts|stamp|_compress|_new_column|_items|_jb_.*")
+#: `generated_source` of the functions `_eval_inlined` made, by code object
+_INLINED_SOURCE: weakref.WeakKeyDictionary[CodeType, str] = weakref.WeakKeyDictionary()
+
+
+def _inlinable(steps: tuple[tuple[str, Callable[..., Any]], ...]) -> dict[int, InlineExpression]:
+    """The steps whose function `inline_expression` gives, that one piece of generated code can
+    hold: from the same file and globals as the first, reading no name the generated code
+    binds, and no name that another inlined step reads differently (a global in one, a closure
+    variable in the other, or two different closure cells)."""
+    chosen: dict[int, InlineExpression] = {}
+    seen: dict[str, CellType | None] = {}  # name -> its cell, or None for a global
+    for i, (_, fn) in enumerate(steps):
+        step = inline_expression(fn)
+        if step is None:
+            continue
+        if chosen:
+            one = next(iter(chosen.values()))
+            if step.filename != one.filename or step.fn.__globals__ is not one.fn.__globals__:
+                continue
+        reads: dict[str, CellType | None] = {**dict.fromkeys(step.global_names), **step.cells}
+        if any(_GENERATED_NAMES.fullmatch(name) or (name in seen and seen[name] is not cell)
+               for name, cell in reads.items()):
+            continue
+        seen.update(reads)
+        chosen[i] = step
+    return chosen
+
+
+def _eval_inlined(source: str, env: dict[str, Any], inline: dict[int, InlineExpression]) -> Any:
+    """The function of ``source`` with each ``_jb_inline_{i}(v)`` replaced by step ``i``'s
+    expression of ``v``, compiled in the user's file and globals.
+
+    The generated parts take the position of the first inlined expression, the inlined parts
+    keep their own: a failure's traceback shows the user's line. The values ``env`` names and
+    the user's closure variables reach the code as closure cells."""
+    steps = list(inline.values())
+    anchor = steps[0].expr
+    cells = {name: cell for step in steps for name, cell in step.cells.items()}
+    free = [*env, *cells]
+    binding = f"    {' = '.join(free)} = None\n" if free else ""
+    tree = ast.parse(f"def _jb_factory():\n{binding}    return {source}\n")
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.expr, ast.stmt, ast.arg, ast.keyword)):
+            ast.copy_location(node, anchor)
+            node.end_lineno, node.end_col_offset = anchor.end_lineno, anchor.end_col_offset
+
+    class Splice(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            name = node.func.id if isinstance(node.func, ast.Name) else ""
+            if name.startswith(_INLINE_PREFIX):
+                arg = node.args[0]
+                assert isinstance(arg, ast.Name)
+                return inline[int(name[len(_INLINE_PREFIX):])].applied_to(arg.id)
+            return node
+
+    tree = Splice().visit(tree)
+    lambda_node = tree.body[0].body[-1].value
+    module = compile(tree, steps[0].filename, "exec", dont_inherit=True)
+    factory = next(c for c in module.co_consts if isinstance(c, CodeType))
+    code = _registered(next(c for c in factory.co_consts if isinstance(c, CodeType)),
+                       ", ".join(dict.fromkeys(step.fn.__name__ for step in steps)))
+    _INLINED_SOURCE[code] = ast.unparse(lambda_node)
+    closure = tuple(cells[name] if name in cells else CellType(env[name]) for name in code.co_freevars)
+    return FunctionType(code, steps[0].fn.__globals__, "<lambda>", None, closure)
+
+
+def _registered(code: CodeType, name: str, top: bool = True) -> CodeType:
+    """``code`` with the code objects nested in it named ``name`` (in a traceback, the frame
+    computing the inlined functions is named after them), each noted as the engine's (`note_generated_code`)."""
+    code = code.replace(co_consts=tuple(
+        _registered(c, name, top=False) if isinstance(c, CodeType) else c for c in code.co_consts))
+    if not top:
+        code = code.replace(co_name=name, co_qualname=name)
+    note_generated_code(code)  # the user's file name, not the generated prefix: the engine's code all the same
+    return code
+
+
+def generated_source(fn: Callable[..., Any]) -> str:
+    """The source of a fused chain's generated function ``fn``, with inlined steps written out.
+
+    >>> generated_source(Transform().map(abs)._fn)
+    'lambda batch: [f0(x0) for x0 in batch]'
+    """
+    code = fn.__code__
+    if code in _INLINED_SOURCE:
+        return _INLINED_SOURCE[code]
+    return "".join(linecache.getlines(code.co_filename)).rstrip("\n")
 
 
 def _register_source(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...]) -> str:
@@ -245,5 +366,3 @@ def _register_source(source: str, steps: tuple[tuple[str, Callable[..., Any]], .
     filename = f"{GENERATED_FILE_PREFIX}fused transform {names or 'identity'} {digest}>"
     linecache.cache[filename] = (len(source), None, [source + "\n"], filename)
     return filename
-
-

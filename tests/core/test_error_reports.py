@@ -4,7 +4,10 @@ renders the short report first; a DAG error is raised without the engine's frame
 
 from __future__ import annotations
 
+import functools
+import inspect
 import linecache
+import operator
 import os
 import traceback
 
@@ -71,9 +74,14 @@ def test_a_flat_map_generator_failure_names_the_item():
     assert err.user_frame is not None and err.user_frame.name == "words"
 
 
+#: a function of one argument that is not a Python function, so not inlined: it stays a call
+#: from the generated code (1 / x)
+INVERSE = functools.partial(operator.truediv, 1)
+
+
 def test_the_formatted_traceback_has_real_source_lines_for_fused_code():
     p = Pipeline()
-    p.read_from(sources.items([1, 2, 0])).map(lambda x: 1 / x).map(lambda y: y + 1).write_to(sinks.collect())
+    p.read_from(sources.items([1, 2, 0])).map(INVERSE).map(abs).write_to(sinks.collect())
     err = failure(p)
     text = "".join(traceback.format_exception(err))
     assert "Could not get source" not in text
@@ -81,10 +89,40 @@ def test_the_formatted_traceback_has_real_source_lines_for_fused_code():
     assert text.rstrip().splitlines()[-4].startswith("jetbench.core.errors.JobError: job ")
 
 
+def test_an_inlined_step_fails_on_the_users_line():
+    """Fused lambdas are inlined into the generated comprehension (`inlining`): a failure in
+    one points at the user's line and expression, as a call would, and names the item."""
+    p = Pipeline()
+    line = inspect.currentframe().f_lineno + 1
+    p.read_from(sources.items([1, 2, 0])).map(lambda x: 1 / x).map(lambda y: y + 1).write_to(sinks.collect())
+    err = failure(p)
+    assert err.item == 0 and err.item_kind == "item"
+    assert err.user_frame is not None and (err.user_frame.filename, err.user_frame.lineno) == (__file__, line)
+    text = "".join(traceback.format_exception(err.__cause__))
+    assert ".map(lambda x: 1 / x)" in text and "lambda batch" not in text
+    assert "~~^~~" in text  # the caret under the failing division, from the user's positions
+    lines = err._render_traceback_()
+    text = "\n".join(lines)
+    assert f'File "{__file__}", line {line}, in <lambda>' in text and "<jetbench" not in text
+
+
+def test_a_called_step_after_inlined_ones_is_the_users_frame():
+    def explode(y):
+        if y == 30:
+            raise ValueError("thirty")
+        return y
+
+    p = Pipeline()
+    p.read_from(sources.items([1, 2, 3])).map(lambda x: x * 10).map(explode).write_to(sinks.collect())
+    err = failure(p)
+    assert err.user_frame is not None and err.user_frame.name == "explode"
+    assert err.item == 3
+
+
 def test_ipython_shows_the_fused_code_too():
     tbtools = pytest.importorskip("IPython.core.ultratb")
     p = Pipeline()
-    p.read_from(sources.items([0])).map(lambda x: 1 / x).map(str).write_to(sinks.collect())
+    p.read_from(sources.items([0])).map(INVERSE).map(str).write_to(sinks.collect())
     err = failure(p)
     formatter = tbtools.AutoFormattedTB(mode="Context", theme_name="nocolor")
     cause = err.__cause__

@@ -4,8 +4,6 @@ pairs, item by item: the same items, each with its own timestamp, in order."""
 
 from __future__ import annotations
 
-import linecache
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +15,7 @@ from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
 from jetbench.processors import Transform
 from jetbench.processors.transform import TransformP
+from jetbench.processors.transform_chain import generated_source
 
 FILTERS = [lambda x: x % 2 == 0, lambda x: x % 3, lambda x: x > 4, lambda x: [x] if x % 5 else []]
 MAPS = [lambda x: x + 1, lambda x: 3 * x, lambda x: -x]
@@ -43,7 +42,7 @@ def by_pairs(filters: list[int], maps: list[int], ts: list[int], items: list[int
 
 
 def source_of(fn) -> str:
-    return "".join(linecache.getlines(fn.__code__.co_filename))
+    return generated_source(fn)
 
 
 @given(filters=st.lists(st.integers(0, len(FILTERS) - 1), min_size=1, max_size=3),

@@ -1,0 +1,175 @@
+"""Inlining one-expression functions into a fused chain's generated code (`inlining`,
+`transform_chain`): what is inlined and what stays a call, and that an inlined chain computes
+exactly what the same chain of calls computes, item for item, in every form of input."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jetbench.processors import Transform
+from jetbench.processors.inlining import inline_expression
+from jetbench.processors.transform_chain import _inlinable, generated_source
+
+
+def called(t: Transform) -> Transform:
+    """The same chain with every step wrapped so that none can be inlined."""
+    wrapped = tuple((kind, functools.partial(lambda f, x: f(x), fn)) for kind, fn in t.steps)
+    return Transform(wrapped, t.timestamped, t.keep_timestamps)
+
+
+def test_a_lambda_and_a_one_return_def_are_inlined():
+    def window_key(x: int) -> int:
+        """A docstring does not count."""
+        return x // 1000
+
+    assert ast.unparse(inline_expression(window_key).applied_to("v")) == "v // 1000"
+    assert ast.unparse(inline_expression(lambda w: w != "").expr) == "w != ''"
+
+
+def two_statements(x):
+    y = x + 1
+    return y
+
+
+def generator(x):
+    yield x
+
+
+@functools.lru_cache
+def decorated(x):
+    return x
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: x,  # two parameters
+    lambda *xs: xs,
+    lambda x, *, k=1: x,
+    two_statements,
+    generator,
+    decorated,  # not a plain function
+    abs,  # a builtin
+    str.lower,
+    functools.partial(max, 0),
+    lambda x: [y for y in x],  # opens a scope of its own
+    lambda x: (y := x) and y,
+    lambda x: (lambda: x)(),
+], ids=repr)
+def test_what_stays_a_call(fn):
+    assert inline_expression(fn) is None
+
+
+def test_a_function_without_source_stays_a_call():
+    fn = eval("lambda x: x + 1")  # noqa: S307 - a function whose source no file holds
+    assert inline_expression(fn) is None
+    assert Transform().map(fn)([1, 2]) == [2, 3]
+
+
+def test_source_that_no_longer_matches_the_code_is_not_trusted(tmp_path):
+    path = tmp_path / "user_module.py"
+    path.write_text("def f(x):\n    return x + 1\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102 - a user module
+    linecache.checkcache(str(path))
+    path.write_text("def f(x):\n    return x - 1\n")  # edited after it was loaded
+    linecache.checkcache(str(path))
+    assert inline_expression(namespace["f"]) is None
+    assert Transform().map(namespace["f"])([1]) == [2]  # what the code does, not the new source
+
+
+def test_off_with_the_environment_variable(monkeypatch):
+    monkeypatch.setenv("JETBENCH_INLINE", "0")
+    assert inline_expression(lambda x: x + 1) is None
+    assert "f0(x0)" in generated_source(Transform().map(lambda x: x + 1)._fn)
+
+
+def test_closure_variables_and_globals_are_read_live():
+    """The inlined code reads the function's own cell and globals: rebinding either after the
+    chain was compiled changes what the chain computes, as it would for a call."""
+    step = 10
+
+    def add_step(x):
+        return x + step + OFFSET
+
+    t = Transform().map(add_step)
+    assert "add_step" not in generated_source(t._fn)  # inlined
+    assert t([1]) == [1 + 10 + OFFSET]
+    step = 20  # noqa: F841 - read by add_step through its cell
+    globals()["OFFSET"] = 1000
+    try:
+        assert t([1]) == [1 + 20 + 1000]
+    finally:
+        globals()["OFFSET"] = 100
+
+
+OFFSET = 100
+items = [7]  # a global whose name the generated code binds
+
+
+def test_a_name_the_generated_code_binds_leaves_that_step_a_call():
+    t = Transform().map(lambda x: x in items).map(lambda y: not y)
+    assert list(_inlinable(t.steps)) == [1]
+    assert t([7, 8]) == [False, True]
+
+
+def test_steps_reading_one_name_differently_are_not_inlined_together():
+    def adder(n):
+        return lambda x: x + n
+
+    t = Transform().map(adder(1)).map(adder(10))  # two cells both named n
+    assert list(_inlinable(t.steps)) == [0]
+    assert t([0]) == [11]
+
+
+def test_a_filter_is_called_once_per_item_in_order_and_only_on_what_passed():
+    seen = []
+    t = Transform().filter(lambda x: x > 1).filter(lambda x: seen.append(x) or True).map(lambda x: -x)
+    assert t([1, 2, 3]) == [-2, -3] and seen == [2, 3]
+
+
+STEPS = [
+    ("map", lambda x: x + 1),
+    ("map", lambda x: 3 * x),
+    ("map", lambda x: (x, -x)),
+    ("map", lambda x: x[0] if isinstance(x, tuple) else x),
+    ("filter", lambda x: not isinstance(x, int) or x % 2 == 0),
+    ("filter", lambda x: x),
+    ("flat_map", lambda x: [x, x] if isinstance(x, int) and x % 3 else [x]),
+    ("flat_map", lambda x: x if isinstance(x, tuple) else ()),
+]
+
+
+def outcome(fn, *args):
+    """What ``fn(*args)`` returns, or the type and message of what it raises."""
+    try:
+        return "returned", fn(*args)
+    except Exception as exc:
+        return "raised", type(exc), str(exc)
+
+
+@given(chosen=st.lists(st.integers(0, len(STEPS) - 1), max_size=5), items=st.lists(st.integers(-9, 30), max_size=20),
+       timestamped=st.booleans(), keep=st.booleans())
+def test_an_inlined_chain_computes_what_the_called_chain_computes(chosen, items, timestamped, keep):
+    t = Transform(tuple(STEPS[i] for i in chosen), timestamped, keep)
+    if chosen:
+        assert _inlinable(t.steps)  # these lambdas are all inlined
+    reference = called(t)
+    if timestamped:
+        ts = [100 + i for i in range(len(items))]
+        pairs = list(zip(ts, items, strict=True))
+        assert outcome(t, pairs) == outcome(reference, pairs)
+        assert outcome(t.columns_fn(), list(ts), list(items)) == outcome(reference.columns_fn(), list(ts), list(items))
+    else:
+        assert outcome(t, items) == outcome(reference, items)
+        assert outcome(t.items_fn(), items) == outcome(reference.items_fn(), items)
+
+
+@given(items=st.lists(st.one_of(st.integers(), st.text(max_size=3), st.none()), max_size=20))
+def test_an_exception_from_an_inlined_step_is_the_same_exception(items):
+    t = Transform().map(lambda x: x + 1)
+    assert outcome(t, items) == outcome(called(t), items)
