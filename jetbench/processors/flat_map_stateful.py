@@ -69,10 +69,12 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import count, repeat
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from ..core.dag import Routing
@@ -88,6 +90,8 @@ from .snapshotting import EntrySaver
 from .supplier import ProcessorSupplier, made_by
 
 _INF = math.inf
+_first = itemgetter(0)
+_second = itemgetter(1)
 _NOTHING = object()  # "no watermark being handled"
 _STATE = "state"
 _ITEM = "item"
@@ -131,9 +135,13 @@ class FlatMapStatefulP(Processor):
         self.sorted_input = sorted_input
         self.order_key = order_key
         self.fn_all = fn_all
-        #: key -> [state, timer or None, sequence number of the timer's heap entry]
+        #: key -> [state, timer or None, the time the key is filed under in ``_due`` or None]
         self.keys: dict[Hashable, list[Any]] = {}
-        self._timers: list[tuple[Any, int, Hashable]] = []  # (time, seq, key); stale when seq differs
+        #: timers: a heap of distinct times (plain numbers: cheap to compare) and, per time, the
+        #: keys filed under it in order of filing; a filing is stale when the key's entry says it
+        #: is filed under another time (or none), and a timer moved later stays filed where it was
+        self._times: list[Any] = []
+        self._due: dict[Any, list[Hashable]] = {}
         self._held: list[tuple[Any, Any, int, Any]] = []  # sorted mode: (ts, order, seq, item) not yet handed over
         self._seq = 0
         self._cell = Keyed()
@@ -150,105 +158,128 @@ class FlatMapStatefulP(Processor):
 
     # -- one key --------------------------------------------------------------------------------
 
-    def _load(self, key: Hashable, entry: list[Any] | None, time: Any) -> Keyed:
-        cell = self._cell
-        cell.key = key
-        cell.time = time
-        if entry is None:
-            cell.state, cell.timer = self.create_fn(), None
-        else:
-            cell.state, cell.timer = entry[0], entry[1]
-        return cell
-
     def _store(self, key: Hashable, entry: list[Any] | None, cell: Keyed, arm: bool = True) -> None:
-        """Keep what a call left in ``cell``; a new or changed timer gets a heap entry (none
-        when ``arm`` is False: the timer is dropped)."""
+        """Keep what a call left in ``cell``; a new timer, or one moved earlier, is filed under
+        its time (none when ``arm`` is False: the timer is dropped)."""
         state, timer = cell.state, cell.timer if arm else None
         if state is None and timer is None:
             if entry is not None:
                 del self.keys[key]
             return
         if entry is None:
-            entry = self.keys[key] = [state, None, 0]
+            entry = self.keys[key] = [state, None, None]
         else:
             entry[0] = state
         old = entry[1]
-        if timer != old or (timer is not None and entry[2] == 0):
+        if timer != old or (timer is not None and entry[2] is None):
             entry[1] = timer
-            if timer is None:
-                entry[2] = 0
-            elif entry[2] == 0 or timer < old:
-                self._seq += 1
-                entry[2] = self._seq
-                heapq.heappush(self._timers, (timer, self._seq, key))
-            # else: a timer moved later keeps its heap entry, which is pushed again at the
-            # new time when it comes up (`_fire_due`): one push per firing, not one per move
+            if timer is not None:
+                filed = entry[2]
+                if filed is None or timer < filed:
+                    entry[2] = timer
+                    self._file(timer, key)
+            # else: a timer cancelled or moved later stays filed where it was, and is dropped or
+            # filed again at its new time when that time comes up (`_fire_due`): one filing per
+            # firing, not one per move
 
-    def _item(self, ts: Any, item: Any, out: list[Any]) -> None:
-        key = self.key_fn(item)
-        entry = self.keys.get(key)
-        cell = self._load(key, entry, ts)
-        results = self.fn(cell, item)
-        self._store(key, entry, cell)
-        if results is not None:
-            out += zip(repeat(ts), results)  # (ts, result) pairs, made in C
+    def _file(self, time: Any, key: Hashable) -> None:
+        keys = self._due.get(time)
+        if keys is None:
+            self._due[time] = [key]
+            heapq.heappush(self._times, time)
+        else:
+            keys.append(key)
 
     def _fire_due(self, limit: float, out: list[Any], inclusive: bool = False) -> None:
         """Fire, in order of time, every live timer before ``limit`` (at it too when
-        ``inclusive``), timers set meanwhile included; stale heap entries are dropped."""
-        timers, keys, cell, on_timer = self._timers, self.keys, self._cell, self.on_timer
+        ``inclusive``), timers set meanwhile included; stale filings are dropped."""
+        times, due, keys, cell, on_timer = self._times, self._due, self.keys, self._cell, self.on_timer
         get = keys.get
         wm_out, arm = self._wm_out, not self._completing
-        while timers:
-            t = timers[0][0]
+        while times:
+            t = times[0]
             if not (t < limit or (inclusive and t == limit)):
                 return
-            _, seq, key = heapq.heappop(timers)
-            entry = get(key)
-            if entry is None or entry[2] != seq:
-                continue  # stale: the key's timer moved earlier or was cancelled, or the key is gone
-            if entry[1] != t:  # the timer moved later since this entry was pushed: push it there
-                self._seq += 1
-                entry[2] = self._seq
-                heapq.heappush(timers, (entry[1], self._seq, key))
-                continue
-            if on_timer is None:  # an expiry: the key's state goes with its timer
-                del keys[key]
-                continue
-            cell.key, cell.time, cell.state, cell.timer = key, t, entry[0], None
-            entry[1], entry[2] = None, 0
-            results = on_timer(cell)
-            if cell.state is None and (cell.timer is None or not arm):
-                del keys[key]  # the usual end of a key: forgotten without a call of _store
-            else:
-                self._store(key, entry, cell, arm)
-            if results is not None:
-                out += zip(repeat(t if t >= wm_out else wm_out), results)
+            heapq.heappop(times)
+            for key in due.pop(t):
+                entry = get(key)
+                if entry is None or entry[2] != t:
+                    continue  # stale: the key's timer moved earlier, or the key is gone
+                timer = entry[1]
+                if timer != t:  # cancelled, or moved later since it was filed: file it there
+                    entry[2] = timer
+                    if timer is not None:
+                        self._file(timer, key)
+                    continue
+                if on_timer is None:  # an expiry: the key's state goes with its timer
+                    del keys[key]
+                    continue
+                cell.key, cell.time, cell.state, cell.timer = key, t, entry[0], None
+                entry[1] = entry[2] = None
+                results = on_timer(cell)
+                if cell.state is None and (cell.timer is None or not arm):
+                    del keys[key]  # the usual end of a key: forgotten without a call of _store
+                else:
+                    self._store(key, entry, cell, arm)
+                if results is not None:
+                    out += zip(repeat(t if t >= wm_out else wm_out), results)
 
     def _advance(self, limit: float, out: list[Any]) -> None:
         """Hand over the held items before ``limit`` and fire the timers before it, by time (an
         item at ``t`` before a timer at ``t``)."""
         held = self._held
-        while held and held[0][0] < limit:
-            self._fire_due(held[0][0], out)
-            ts, _, _, item = heapq.heappop(held)
-            self._item(ts, item, out)
+        if held:
+            # the held items are sorted here rather than kept in a heap as they come: they come
+            # nearly in order, which a sort takes in about one compare each, where a heap pays
+            # two tuple compares per level per item (seq is unique: the items are never compared)
+            held.sort()
+            n = bisect_left(held, limit, key=_first)
+            if n:
+                ready = held[:n]
+                del held[:n]
+                self._hand_over(ready, out)
         self._fire_due(limit, out)
+
+    def _hand_over(self, ready: list[tuple[Any, Any, int, Any]], out: list[Any]) -> None:
+        """`_items` for sorted mode: ``ready``'s items in order, the timers before each item's
+        time fired first (timers an item sets included)."""
+        times = self._times  # the heap itself: a timer set by fn shows in it at once
+        keys, key_fn, fn, create_fn, cell = self.keys, self.key_fn, self.fn, self.create_fn, self._cell
+        get = keys.get
+        for ts, _, _, item in ready:
+            if times and times[0] < ts:
+                self._fire_due(ts, out)
+            key = key_fn(item)
+            entry = get(key)
+            cell.key = key
+            cell.time = ts
+            if entry is None:
+                cell.state, cell.timer = create_fn(), None
+                results = fn(cell, item)
+                self._store(key, None, cell)
+            else:
+                state, timer = cell.state, cell.timer = entry[0], entry[1]
+                results = fn(cell, item)
+                if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] is None):
+                    self._store(key, entry, cell)
+            if results is not None:
+                out += zip(repeat(ts), results)
 
     # -- input and output -----------------------------------------------------------------------
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
         stamped = inbox.stamped  # a stamped chunk's columns (else pairs): read as they are
         if self.sorted_input:
-            held, order_key = self._held, self.order_key
+            order_key = self.order_key
             if stamped:
                 ts_column, items = inbox.take_stamped()
-                batch: Iterable[tuple[Any, Any]] = zip(ts_column, items)  # noqa: B905 - as long (Stamped)
             else:
-                batch = inbox.take()
-            for ts, item in batch:
-                self._seq += 1
-                heapq.heappush(held, (ts, 0 if order_key is None else order_key(item), self._seq, item))
+                pairs = inbox.take()
+                ts_column, items = list(map(_first, pairs)), list(map(_second, pairs))
+            orders: Iterable[Any] = repeat(0) if order_key is None else map(order_key, items)
+            # (ts, order, seq, item) per item, made in C; sorted when a watermark hands them over
+            self._held += zip(ts_column, orders, count(self._seq + 1), items)  # noqa: B905 - as long
+            self._seq += len(items)
             return
         emitter = self._emitter
         room = emitter.free_room()
@@ -285,7 +316,7 @@ class FlatMapStatefulP(Processor):
             else:
                 state, timer = cell.state, cell.timer = entry[0], entry[1]
                 results = fn(cell, item)
-                if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] == 0):
+                if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] is None):
                     self._store(key, entry, cell)
             if results is not None:
                 out += zip(repeat(ts), results)
@@ -303,23 +334,35 @@ class FlatMapStatefulP(Processor):
     def _call_groups(self, groups: dict[Hashable, list[tuple[Any, Any]]]) -> list[Any]:
         """The batch path: ``fn_all`` once per key of a batch grouped by key."""
         out: list[Any] = []
-        get, fn_all, cell, create_fn = self.keys.get, self.fn_all, self._cell, self.create_fn
+        keys, fn_all, cell, create_fn = self.keys, self.fn_all, self._cell, self.create_fn
+        get, due, times = keys.get, self._due, self._times
         assert fn_all is not None  # process() takes this path only with it
         for key, pairs in groups.items():
             entry = get(key)
             cell.key = key
             cell.time = pairs[-1][0]
-            if entry is None:
-                state = timer = None
+            if entry is None:  # a new key: stored here (`_store` inline) unless it left nothing
                 cell.state = create_fn()
                 cell.timer = None
+                results = fn_all(cell, pairs)
+                timer = cell.timer
+                if timer is not None:
+                    keys[key] = [cell.state, timer, timer]
+                    filed = due.get(timer)
+                    if filed is None:
+                        due[timer] = [key]
+                        heapq.heappush(times, timer)
+                    else:
+                        filed.append(key)
+                elif cell.state is not None:
+                    keys[key] = [cell.state, None, None]
             else:
                 state = cell.state = entry[0]
                 timer = cell.timer = entry[1]
-            results = fn_all(cell, pairs)
-            # store a new key, or a key whose state was replaced or whose timer moved
-            if entry is None or cell.state is not state or cell.timer != timer or (timer is not None and entry[2] == 0):
-                self._store(key, entry, cell)
+                results = fn_all(cell, pairs)
+                # store a key whose state was replaced or whose timer moved
+                if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] is None):
+                    self._store(key, entry, cell)
             if results:
                 out += results
         return out
@@ -386,7 +429,7 @@ class FlatMapStatefulP(Processor):
             if key in keys:
                 raise JetbenchError(f"vertex {self.context.vertex_name!r}: the state of key {key!r} was restored "
                                     "twice (two instances saved it)")
-            keys[key] = [value[1], value[2], 0]
+            keys[key] = [value[1], value[2], None]
 
     def finish_snapshot_restore(self) -> bool:
         ctx = self.context
@@ -396,23 +439,16 @@ class FlatMapStatefulP(Processor):
             self._wm_out = own[0]
         elif restored:  # another parallelism: the lowest watermark any instance forwarded
             self._wm_out = min(wm for _, _, wm in restored)
-        heapq.heapify(self._held)
-        timers = []
         for key, entry in self.keys.items():
-            if entry[1] is not None:
-                self._seq += 1
-                entry[2] = self._seq
-                timers.append((entry[1], self._seq, key))
-        self._timers = sorted(timers, key=_timer_order)
+            timer = entry[1]
+            if timer is not None and entry[2] is None:
+                entry[2] = timer
+                self._file(timer, key)
         return True
 
 
 def _held_order(held: tuple[Any, Any, int, Any]) -> tuple[Any, Any, int]:
     return held[0], held[1], held[2]
-
-
-def _timer_order(timer: tuple[Any, int, Hashable]) -> tuple[Any, int]:
-    return timer[0], timer[1]
 
 
 def _check(key_fn: Any, create_fn: Any, fn: Any, on_timer: Any, order_key: Any = None, fn_all: Any = None,

@@ -459,3 +459,64 @@ def test_timers_moved_later_or_earlier_fire_once_at_their_last_time():
         assert len(times) == len(expected)
 
     check()
+
+
+def sorted_mode_model(steps, order_key):
+    """Sorted mode written out plainly: each watermark hands over the items before it, in order
+    of (timestamp, order_key, arrival), every timer before an item's time firing first (an item
+    at t before a timer at t), then the timers before the watermark; at the end the rest, then
+    the timers at infinity. `sorted_totals` and `on_total_timer` per key; output per key."""
+    held, state, timer, out = [], {}, {}, {}
+    wm_out = -math.inf
+
+    def fire(limit, inclusive=False):
+        while True:
+            due = [(t, k) for k, t in timer.items() if t is not None and (t < limit or (inclusive and t == limit))]
+            if not due:
+                return
+            t, k = min(due)
+            timer[k] = None
+            out.setdefault(k, []).append((max(t, wm_out), (k, "timer", state[k])))
+
+    def hand_over(limit):
+        ready = sorted((e for e in held if e[0] < limit), key=lambda e: e[:3])
+        held[:] = [e for e in held if e[0] >= limit]
+        for ts, _, _, x in ready:
+            fire(ts)
+            k = x[0]
+            state[k] = state.get(k, 0) + x[1]
+            if timer.get(k) is None:
+                timer[k] = ts + 5
+            out.setdefault(k, []).append((ts, (k, state[k])))
+        fire(limit)
+
+    arrival = 0
+    for step in steps:
+        if isinstance(step, Watermark):
+            hand_over(step.timestamp)
+            wm_out = max(wm_out, step.timestamp)
+        else:
+            for ts, x in step:
+                arrival += 1
+                held.append((ts, order_key(x), arrival, x))
+    hand_over(math.inf)
+    fire(math.inf, inclusive=True)
+    return out
+
+
+@pytest.mark.parametrize("order", ["arrival", "order_key"])
+def test_sorted_mode_equals_a_plain_model_of_it(order):
+    """Sorted mode (items held until a watermark passes them, sorted then, timers fired between
+    items) against the same rules written out plainly, over random batches and watermarks."""
+    from hypothesis import given, settings
+
+    order_key = (lambda x: x[1]) if order == "order_key" else None
+
+    @settings(max_examples=200, deadline=None)
+    @given(batches_and_watermarks())
+    def check(steps):
+        p = FlatMapStatefulP(key_of, int, sorted_totals, on_total_timer, sorted_input=True, order_key=order_key)
+        per_key, _, _ = drive(p, steps)
+        assert per_key == sorted_mode_model(steps, order_key or (lambda x: 0))
+
+    check()
