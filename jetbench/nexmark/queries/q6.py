@@ -15,6 +15,7 @@ interleave (winners of auctions closing at the same time: by auction id). SMOKE 
 from __future__ import annotations
 
 import math
+from bisect import insort
 from operator import attrgetter
 from typing import Any
 
@@ -34,8 +35,12 @@ seller_of = attrgetter("auction.seller")
 time_then_price = attrgetter("date_time", "price")
 
 
+#: a bid's price (for the mean: summed over the bids in C)
+price_of = attrgetter("price")
+
+
 def mean_price(bids: list[Bid]) -> int:
-    return java_round(sum(b.price for b in bids) / len(bids))
+    return java_round(sum(map(price_of, bids)) / len(bids))
 
 
 def new_last_bids() -> list[Bid]:
@@ -44,8 +49,9 @@ def new_last_bids() -> list[Bid]:
 
 def add_winner(k: Keyed, winner: AuctionBid) -> list[SellerPrice]:
     bids = k.state
-    bids.append(winner.bid)
-    bids.sort(key=time_then_price)
+    # the bids are kept sorted: the new one goes in after the equal ones, where append and a
+    # stable sort would put it, with a binary search (no key made for the bids it passes)
+    insort(bids, winner.bid, key=time_then_price)
     if len(bids) > LAST:
         del bids[0]
     k.timer = math.inf
