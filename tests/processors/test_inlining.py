@@ -173,3 +173,19 @@ def test_an_inlined_chain_computes_what_the_called_chain_computes(chosen, items,
 def test_an_exception_from_an_inlined_step_is_the_same_exception(items):
     t = Transform().map(lambda x: x + 1)
     assert outcome(t, items) == outcome(called(t), items)
+
+
+def test_an_identity_map_is_no_step_at_all(monkeypatch):
+    def identity(x):
+        return x
+
+    items = [1, 2]
+    t = Transform(timestamped=True).map(identity).map(lambda y: y)
+    assert t.items_fn()(items) is items  # the very list: nothing to compute
+    assert t.columns_fn()([5, 6], items) == ([5, 6], items)
+    assert "f0" not in generated_source(Transform().map(identity).filter(bool)._fn).split("if")[0]
+    monkeypatch.setenv("JETBENCH_INLINE", "0")  # off: the steps are called as written
+    seen = []
+    t = Transform().map(lambda x: seen.append(x) or x).map(identity)
+    assert t([3]) == [3] and seen == [3]
+    assert Transform(timestamped=True).map(identity).items_fn()(items) is not items
