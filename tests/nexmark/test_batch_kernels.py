@@ -1,5 +1,5 @@
 """The batch forms the queries give their operators equal the per-item forms, whatever the
-events and however they are cut into batches: Q9's `WinningBid.all` (``fn_all`` of its
+events and however they are cut into batches: Q9's `WinningBid.items` (``fn_items`` of its
 `flat_map_stateful`) against `WinningBid.__call__` item by item."""
 
 from __future__ import annotations
@@ -38,5 +38,6 @@ def test_q9_batch_form_equals_its_calls_item_by_item(batches):
         for e in batch:
             one_by_one.time = e.date_time
             assert fn(one_by_one, e) is None
-        assert fn.all(batched, [(e.date_time, e) for e in batch]) is None
+        batched.time = max((e.date_time for e in batch), default=None)  # what fn_items sees; __call__ reads none
+        assert fn.items(batched, batch) is None
         assert (batched.state, batched.timer) == (one_by_one.state, one_by_one.timer)

@@ -520,3 +520,107 @@ def test_sorted_mode_equals_a_plain_model_of_it(order):
         assert per_key == sorted_mode_model(steps, order_key or (lambda x: 0))
 
     check()
+
+
+# -- the batch form over items alone (fn_items) -----------------------------------------------------
+
+
+def total_by_items(k, x):
+    """`total_to_limit` reading no ``k.time``: the timer is a time the item carries."""
+    k.state += x[1]
+    if k.state > 20:
+        k.state, k.timer = None, None
+        return [(k.key, "over")]
+    k.timer = x[1] * 8
+    return [(k.key, k.state)] if x[1] % 2 else None
+
+
+def total_by_items_batch(k, items):
+    """`total_by_items` over one key's items of a batch, in one loop."""
+    out = []
+    for x in items:
+        if k.state is None:
+            k.state = 0
+        k.state += x[1]
+        if k.state > 20:
+            k.state, k.timer = None, None
+            out.append((k.key, "over"))
+            continue
+        k.timer = x[1] * 8
+        if x[1] % 2:
+            out.append((k.key, k.state))
+    return out
+
+
+@pytest.mark.parametrize("form", ["pairs", "columns", "mixed"])
+def test_the_items_batch_form_equals_calling_fn_item_by_item(form):
+    """fn_items, over pairs, columns or both: per key the same results in the same order as fn
+    item by item, the same timers firing (stamped alike) and the same state left; only an item's
+    results are stamped with its batch's latest timestamp instead of its own."""
+    from hypothesis import given, settings
+
+    stamped = {"pairs": False, "columns": True, "mixed": lambda i: i % 2 == 1}[form]
+
+    @settings(max_examples=200, deadline=None)
+    @given(batches_and_watermarks())
+    def check(steps):
+        per_item = drive(FlatMapStatefulP(key_of, int, total_by_items, on_total_timer), steps)
+        batched = drive(FlatMapStatefulP(key_of, int, total_by_items, on_total_timer,
+                                         fn_items=total_by_items_batch), steps, stamped=stamped)
+        assert per_item[1:] == batched[1:]  # watermarks, keys left (state, timer)
+        assert per_item[0].keys() == batched[0].keys()
+        for key, results in per_item[0].items():
+            got = batched[0][key]
+            assert [r for _, r in got] == [r for _, r in results]
+            assert [t for t, r in got if r[1] == "timer"] == [t for t, r in results if r[1] == "timer"]
+
+    check()
+
+
+def test_the_items_batch_form_gets_each_key_its_items_and_the_batch_time():
+    seen = []
+
+    def fn_items(k, items):
+        seen.append((k.key, list(items), k.time))
+        return [(k.key, x[1]) for x in items]
+
+    p = FlatMapStatefulP(key_of, int, total_by_items, fn_items=fn_items)
+    per_key, _, _ = drive(p, [[(9, ("b", 1)), (5, ("a", 2)), (7, ("b", 3))]], stamped=True)
+    assert seen == [("b", [("b", 1), ("b", 3)], 9), ("a", [("a", 2)], 9)]
+    assert per_key == {"b": [(9, ("b", 1)), (9, ("b", 3))], "a": [(9, ("a", 2))]}
+
+
+def test_the_items_batch_form_is_checked_and_in_a_pipeline_gives_the_same_results():
+    with pytest.raises(JetbenchError, match="fn_items must be callable"):
+        flat_map_stateful(key_of, int, total_by_items, fn_items=3)
+    with pytest.raises(JetbenchError, match="not both"):
+        flat_map_stateful(key_of, int, total_by_items, fn_all=total_to_limit_all, fn_items=total_by_items_batch)
+    with pytest.raises(JetbenchError, match="sorted_input"):
+        FlatMapStatefulSpec(key_of, int, total_by_items, sorted_input=True, fn_items=total_by_items_batch)
+    items = [(t, (f"k{t % 7}", t % 5)) for t in range(0, 3000, 3)]
+
+    def results(fn_items):
+        p = Pipeline()
+        (p.read_from(sources.test_stream(items))
+         .apply(FlatMapStatefulSpec(key_of, int, total_by_items, on_total_timer, fn_items=fn_items))
+         .write_to(sinks.collect()))
+        return sorted(run(p, progress=False), key=repr)
+
+    assert results(total_by_items_batch) == results(None)
+
+
+@pytest.mark.parametrize("form", ["columns", "pairs"])
+def test_the_items_batch_form_with_snapshots_restored_at_every_step(form):
+    items = [(t, (f"k{t % 3}", t % 5)) for t in (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7)]
+    steps = items[:5] + [Watermark(4)] + items[5:10] + [Watermark(9)] + items[10:]
+    supplier = flat_map_stateful(key_of, int, total_by_items, on_total_timer, fn_items=total_by_items_batch)
+    per_key, watermarks, _ = drive(FlatMapStatefulP(key_of, int, total_by_items, on_total_timer),
+                                   [s if isinstance(s, Watermark) else [s] for s in steps])
+    expected = sorted((r for rs in per_key.values() for _, r in rs), key=repr)
+
+    def check(output):
+        assert sorted((x[1] for x in output if not isinstance(x, Watermark)), key=repr) == expected
+        assert [w for w in output if isinstance(w, Watermark)] == watermarks
+
+    verify_processor(supplier if form == "columns" else reading_pairs(supplier), input=steps,
+                     assert_output=check, snapshots=True)

@@ -87,11 +87,12 @@ class WinningBid:
             state[1] = event
         return None
 
-    def all(self, k: Keyed, pairs: list[tuple[int, Any]]) -> None:
-        """The batch form (``fn_all``): an auction's events of a batch in one loop. Bids of a
-        known auction, nearly all of them, are compared in place (`better` written out, the
-        auction's bounds and the best price in locals); the auction itself and bids before it
-        go through ``__call__``; persons (the key None) leave no state."""
+    def items(self, k: Keyed, events: list[Any]) -> None:
+        """The batch form (``fn_items``: ``__call__`` reads no ``k.time``, the times it needs
+        are the events' own): an auction's events of a batch in one loop. Bids of a known
+        auction, nearly all of them, are compared in place (`better` written out, the auction's
+        bounds and the best price in locals); the auction itself and bids before it go through
+        ``__call__``; persons (the key None) leave no state."""
         if k.key is None:
             k.state = None
             return None
@@ -102,9 +103,8 @@ class WinningBid:
             expires, reserve = auction.expires, auction.reserve
             if best is not None:
                 top = best.price
-        for ts, event in pairs:
+        for event in events:
             if auction is None or type(event) is not Bid:
-                k.time = ts
                 self(k, event)
                 auction, best = state[0], state[1]
                 if auction is not None:
@@ -136,7 +136,7 @@ def closed(k: Keyed) -> list[AuctionBid] | None:
 def winning_bids(events: Stage, config: NexmarkConfig, name: str = "q9") -> Stage:
     """``AuctionBid`` per closed auction with a valid bid, stamped ``expires - 1``."""
     fn = WinningBid(2 * expected_auction_duration_ms(config))
-    spec = FlatMapStatefulSpec(auction_id, new_state, fn, closed, fn_all=fn.all)
+    spec = FlatMapStatefulSpec(auction_id, new_state, fn, closed, fn_items=fn.items)
     return events.apply(spec, name=f"{name}-winning-bids")
 
 
