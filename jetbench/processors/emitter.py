@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
-from ..core.items import Chunk, Stamped, Watermark, chunk_copy, chunk_len, chunk_tail
+from ..core.items import Chunk, Stamped, Watermark, chunk_copy
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 
-_UNBOUNDED = 1 << 30
+_UNBOUNDED: Final = 1 << 30
 
 
 class Emitter:
@@ -65,11 +65,8 @@ class Emitter:
         now on) to every ordinal, as columns (`Outbox.offer_stamped`); True if all fit."""
         if len(self._ordinals) != 1:
             return self.emit(Stamped(ts, items))
-        n = self.outbox.offer_stamped(ts, items, 0)
-        if n < len(items):
-            self.pending.append((0, Stamped(ts[n:], items[n:])))
-            return False
-        return True
+        self._offer_columns(0, ts, items)
+        return not self.pending
 
     def emit_from(self, iterator: Iterator[Any]) -> bool:
         """Emit as many items of ``iterator`` as fit now; True once it is exhausted and all of
@@ -84,11 +81,17 @@ class Emitter:
 
     def _offer(self, ordinal: int, chunk: Chunk) -> None:
         if isinstance(chunk, Stamped):
-            n = self.outbox.offer_stamped(chunk.ts, chunk.items, ordinal)
-        else:
-            n = self.outbox.offer_batch(chunk, ordinal)
-        if n < chunk_len(chunk):
-            self.pending.append((ordinal, chunk_tail(chunk, n)))
+            self._offer_columns(ordinal, chunk.ts, chunk.items)
+            return
+        n = self.outbox.offer_batch(chunk, ordinal)
+        if n < len(chunk):
+            self.pending.append((ordinal, chunk[n:]))
+
+    def _offer_columns(self, ordinal: int, ts: list[Any], items: list[Any]) -> None:
+        """Offer columns to ``ordinal``; the refused remainder waits in ``pending`` as a `Stamped` chunk."""
+        n = self.outbox.offer_stamped(ts, items, ordinal)
+        if n < len(items):
+            self.pending.append((ordinal, Stamped(ts[n:], items[n:])))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
