@@ -30,12 +30,14 @@ class SPSCQueue:
     (2, 1, 3)
     """
 
-    __slots__ = ("capacity", "chunks", "popleft", "offered", "polled", "index")
+    __slots__ = ("capacity", "chunks", "append", "popleft", "offered", "polled", "index")
 
     def __init__(self, capacity: int, index: int = 0):
         self.capacity = capacity
         self.chunks: deque[Any] = deque()  # data chunks (lists, Stamped), or a control item (Watermark, DONE) alone
-        #: ``chunks.popleft``, bound once: the consumer's drain calls it without a method lookup
+        #: ``chunks.append`` and ``chunks.popleft``, bound once: the producer's offers and the
+        #: consumer's drain call them without a method lookup each
+        self.append: Callable[[Any], None] = self.chunks.append
         self.popleft: Callable[[], Any] = self.chunks.popleft
         self.offered = 0
         self.polled = 0
@@ -55,14 +57,14 @@ class SPSCQueue:
         if n > free:
             chunk = chunk_head(chunk, free)
             n = free
-        self.chunks.append(chunk)
+        self.append(chunk)
         self.offered += n
         return n
 
     def offer_control(self, item: object) -> bool:
         if self.offered - self.polled >= self.capacity:
             return False
-        self.chunks.append(item)
+        self.append(item)
         self.offered += 1
         return True
 

@@ -20,19 +20,21 @@ class Emitter:
     ``pending`` and must be flushed (`flush`) before new items are produced.
     """
 
-    __slots__ = ("outbox", "pending", "_ordinals")
+    __slots__ = ("outbox", "pending", "_ordinals", "_single")
 
     def __init__(self, outbox: Outbox):
         self.outbox = outbox
         self.pending: list[tuple[int, Chunk]] = []
         self._ordinals = range(outbox.ordinal_count)
+        #: one outbound ordinal, the common case (compiled, ``len()`` of a range is a generic call)
+        self._single = outbox.ordinal_count == 1
 
     def room(self) -> int:
         """How many items can be offered now to every ordinal (huge for a sink with none)."""
         if self.pending:
             return 0
         outbox = self.outbox
-        if len(self._ordinals) == 1:
+        if self._single:
             return outbox.room(0)
         return min((outbox.room(o) for o in self._ordinals), default=_UNBOUNDED)
 
@@ -52,18 +54,17 @@ class Emitter:
 
     def emit(self, items: Chunk) -> bool:
         """Offer ``items`` (owned by the emitter from now on) to every ordinal; True if all fit."""
-        ordinals = self._ordinals
-        if len(ordinals) == 1:
+        if self._single:
             self._offer(0, items)
         else:
-            for o in ordinals:
+            for o in self._ordinals:
                 self._offer(o, items if o == 0 else chunk_copy(items))
         return not self.pending
 
     def emit_stamped(self, ts: list[Any], items: list[Any]) -> bool:
         """Offer the items ``items`` with their timestamps ``ts`` (lists owned by the emitter from
         now on) to every ordinal, as columns (`Outbox.offer_stamped`); True if all fit."""
-        if len(self._ordinals) != 1:
+        if not self._single:
             return self.emit(Stamped(ts, items))
         self._offer_columns(0, ts, items)
         return not self.pending
