@@ -31,14 +31,21 @@ def run_rounds(rate: float, rounds: int) -> None:
     from jetbench.core.idle import IdleConfig
     from jetbench.core.job import Job
     from jetbench.core.plan import build_plan
-    from jetbench.core.worker import Worker
+    try:
+        from jetbench.core.worker import Worker
+    except ModuleNotFoundError:  # a --baseline checkout from before the worker loop had its module (e090fca)
+        from jetbench.core.execution import _Worker as Worker  # type: ignore[attr-defined,no-redef]
     from jetbench.experiments.idle_job import idle_job
 
     clock = MockClock()
     tasklets = list(build_plan(idle_job(sources.generator(rate)), 1, 1024, None, clock).tasklets)
-    call = Worker(0, Job("round-instructions"), IdleConfig(1000, 1000), 10**9, "round-instructions")._call
+    worker = Worker(0, Job("round-instructions"), IdleConfig(1000, 1000), 10**9, "round-instructions")
+    call = worker._call
+    fresh = hasattr(worker, "_last_ns")  # cleared before each round, as the worker's round loop does
     for _ in range(50 + rounds):
         clock.advance(0.001)
+        if fresh:
+            worker._last_ns = 0
         for t in tasklets:
             call(t)
     for t in tasklets:

@@ -2,8 +2,9 @@
 
 How it works (issue 17 §3):
 
-* ``setup.py`` compiles `COMPILED_MODULES` (the engine's hot modules in ``jetbench/core`` and the
-  hot built-in processors in ``jetbench/processors``) with mypyc into extension modules placed
+* ``setup.py`` compiles `COMPILED_MODULES` (the engine's hot modules in ``jetbench/core``, the
+  hot built-in processors in ``jetbench/processors`` and the idle job's latency probe,
+  ``jetbench/experiments/latency_probe.py``) with mypyc into extension modules placed
   *beside their sources* (``jetbench/core/queues.cpython-311-x86_64-linux-gnu.so`` next to
   ``queues.py``, ``jetbench/processors/transform.cpython-...so`` next to ``transform.py``, with the
   one shared library ``jetbench/core/_engine__mypyc...so`` they all load), and writes `MANIFEST`
@@ -69,6 +70,7 @@ COMPILED_MODULES = (
     "processors.collect_sink",
     "processors.noop_sink",
     "processors.latency_sink",
+    "experiments.latency_probe",
 )
 #: mypyc's group: the shared library of the compiled modules is ``jetbench/core/_engine__mypyc``
 GROUP_NAME = "jetbench.core._engine"

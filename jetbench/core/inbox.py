@@ -8,10 +8,14 @@ items) for a processor that opted in (``Processor.accepts_stamped``): it reads t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from .errors import JetbenchError
 from .items import Stamped, unzip_pairs
+
+#: the items of an empty inbox: one list shared by every inbox, never handed out nor appended to
+#: (an inbox only replaces its list), so that emptying an inbox allocates nothing
+_NO_ITEMS: Final[list[Any]] = []
 
 
 class Inbox:
@@ -35,7 +39,7 @@ class Inbox:
     __slots__ = ("_items", "_head", "_ts")
 
     def __init__(self, items: list[Any] | Stamped | None = None):
-        self._items: list[Any] = []
+        self._items: list[Any] = _NO_ITEMS
         self._head = 0
         #: the timestamps column of a stamped batch (``_items`` is then its items column), else None
         self._ts: list[Any] | None = None
@@ -98,9 +102,11 @@ class Inbox:
         available = len(items) - head
         if max_items is None or max_items >= available:
             if head == 0:
-                self._items = []
+                if items is _NO_ITEMS:
+                    return []
+                self._items = _NO_ITEMS
                 return items
-            self._items, self._head = [], 0
+            self._items, self._head = _NO_ITEMS, 0
             return items[head:]
         if max_items <= 0:
             return []
@@ -122,7 +128,7 @@ class Inbox:
         items, head = self._items, self._head
         available = len(items) - head
         if max_items is None or max_items >= available:
-            self._items, self._head, self._ts = [], 0, None
+            self._items, self._head, self._ts = _NO_ITEMS, 0, None
             if head == 0:
                 return ts, items
             return ts[head:], items[head:]
@@ -144,7 +150,7 @@ class Inbox:
         return n
 
     def clear(self) -> None:
-        self._items, self._head, self._ts = [], 0, None
+        self._items, self._head, self._ts = _NO_ITEMS, 0, None
 
     # -- engine side --------------------------------------------------------------------------
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from .errors import JetbenchError
 
 #: Timestamp of the idle marker: a watermark this large means "this input is idle".
-IDLE_TIMESTAMP = sys.maxsize
+IDLE_TIMESTAMP: Final = sys.maxsize
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Watermark:
 
 
 #: Sent by a producer into a queue when it will offer nothing more.
-IDLE_MESSAGE = Watermark(IDLE_TIMESTAMP)
+IDLE_MESSAGE: Final = Watermark(IDLE_TIMESTAMP)
 
 
 class _Done:
@@ -52,7 +52,7 @@ class _Done:
 
 
 #: The end-of-stream marker a tasklet sends down every outbound queue once its processor completes.
-DONE = _Done()
+DONE: Final = _Done()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ no lock is needed: deque append/popleft are atomic, and a stale read only under-
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from .items import DONE, Chunk, Stamped, Watermark, chunk_head, chunk_len
@@ -29,11 +30,15 @@ class SPSCQueue:
     (2, 1, 3)
     """
 
-    __slots__ = ("capacity", "chunks", "offered", "polled", "index")
+    __slots__ = ("capacity", "chunks", "append", "popleft", "offered", "polled", "index")
 
     def __init__(self, capacity: int, index: int = 0):
         self.capacity = capacity
         self.chunks: deque[Any] = deque()  # data chunks (lists, Stamped), or a control item (Watermark, DONE) alone
+        #: ``chunks.append`` and ``chunks.popleft``, bound once: the producer's offers and the
+        #: consumer's drain call them without a method lookup each
+        self.append: Callable[[Any], None] = self.chunks.append
+        self.popleft: Callable[[], Any] = self.chunks.popleft
         self.offered = 0
         self.polled = 0
         self.index = index  # the producer's position in the consumer's conveyor
@@ -52,14 +57,14 @@ class SPSCQueue:
         if n > free:
             chunk = chunk_head(chunk, free)
             n = free
-        self.chunks.append(chunk)
+        self.append(chunk)
         self.offered += n
         return n
 
     def offer_control(self, item: object) -> bool:
         if self.offered - self.polled >= self.capacity:
             return False
-        self.chunks.append(item)
+        self.append(item)
         self.offered += 1
         return True
 
@@ -120,12 +125,13 @@ class InboundStream:
         start = self._cursor
         self._cursor = start + 1
         for k in range(n):
-            q = live[(start + k) % n]
-            if self._held(q):
-                continue
+            q = live[(start + k) % n] if n > 1 else live[0]
             chunks = q.chunks
+            if not chunks or self._held(q):
+                continue
+            popleft = q.popleft
             while chunks:
-                chunk = chunks.popleft()
+                chunk = popleft()
                 cls = type(chunk)
                 if cls is list or cls is Stamped:
                     if result is None:

@@ -7,8 +7,10 @@ Each `call()` runs one state step, then flushes the outbox into the outbound que
 a `ProgressState`-like int: bit ``PROGRESS`` if anything moved or a state changed, bit ``DONE`` on
 reaching END. Snapshot states (save, barrier) are meant to slot in at empty-inbox points.
 
-The state is kept once, as the bound step method the next `call()` runs (the hot path calls it
-without a lookup); `ProcessorTasklet.state` names it as a `TaskletState`.
+The state is kept once, as the bound step method the next `call()` runs; `ProcessorTasklet.state`
+names it as a `TaskletState`. PROCESS, the state of almost every call, is also flagged
+(``_processing``, set by every transition) so that `call()` runs `_step_process` directly: compiled,
+a native call, where calling the bound method costs a Python-level call.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import enum
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import Final, Protocol
 
 from .inbox import Inbox
 from .items import DONE, Chunk, Stamped, Watermark, chunk_len
@@ -28,9 +30,10 @@ from .queues import InboundStream
 from .routing import Collector
 from .watermarks import WatermarkCoalescer
 
-NO_PROGRESS = 0
-PROGRESS = 1
-DONE_STATE = 2
+# Final: compiled, a name that is not Final is looked up in the module's dict at every use
+NO_PROGRESS: Final = 0
+PROGRESS: Final = 1
+DONE_STATE: Final = 2
 
 
 class TaskletState(enum.Enum):
@@ -108,6 +111,9 @@ class ProcessorTasklet:
         self._has_try_process = type(processor).try_process is not Processor.try_process
         self._next_wake_time: Callable[[], float | None] | None = getattr(processor, "next_wake_time", None)
         self._step: Callable[[], bool] = self._step_init
+        #: the state is PROCESS: `call` runs `_step_process` by a direct (compiled: native) call,
+        #: not through the bound method in ``_step``, which costs a Python-level call
+        self._processing = False
         self.initialized = False
         self.closed = False
         self.is_done = False
@@ -141,7 +147,7 @@ class ProcessorTasklet:
         outbox = self.outbox
         accepted = outbox.accepted
         moved = self._flush() if self._backlog else 0
-        progress = self._step()
+        progress = self._step_process() if self._processing else self._step()
         if self._backlog or outbox.accepted != accepted:
             moved += self._flush()
         if self.is_done:
@@ -152,6 +158,7 @@ class ProcessorTasklet:
 
     def _transition(self, step: Callable[[], bool]) -> bool:
         self._step = step
+        self._processing = step.__name__ == _PROCESS_STEP
         return True
 
     def _step_init(self) -> bool:
@@ -215,12 +222,12 @@ class ProcessorTasklet:
                 self._observe_watermark(stream.ordinal, wm)
             if not stream._live:
                 self._stream_done(stream)
-            if items:
+            if items is not None and (size := chunk_len(items)):
                 if self._ordinal_coalescer.any_idle:
                     self._ordinal_coalescer.mark_active(stream.ordinal)
                 self._load_inbox(items)
                 self._current_ordinal = stream.ordinal
-                self.received_count += len(items)
+                self.received_count += size
                 self.received_batches += 1
                 if n > 1:
                     self._cursor = (self._cursor + k + 1) % max(len(self._group), 1)
@@ -293,15 +300,17 @@ class ProcessorTasklet:
         for ordinal, collector in enumerate(self._collectors):
             if collector.pending:
                 moved += collector.push()
-            if not collector.pending:
-                bucket = buckets[ordinal]
-                n = chunk_len(bucket)
-                if n:
-                    buckets[ordinal] = []
-                    self.emitted_count += n
-                    moved += collector.route(bucket)
-            if collector.pending or buckets[ordinal]:
-                backlog = True
+                if collector.pending:  # the bucket waits for the remainder to go
+                    backlog = True
+                    continue
+            bucket = buckets[ordinal]
+            n = chunk_len(bucket)
+            if n:
+                buckets[ordinal] = []
+                self.emitted_count += n
+                moved += collector.route(bucket)
+                if collector.pending:
+                    backlog = True
         if outbox._control is not None:
             if backlog:
                 pass
@@ -348,7 +357,7 @@ class ProcessorTasklet:
                     return 0.0  # input arrived after this round's call: go again now
         if self._next_wake_time is not None:
             return self._next_wake_time()
-        if self._step == self._step_process and not self._has_try_process:
+        if self._processing and not self._has_try_process:
             return math.inf
         return None
 
@@ -363,6 +372,7 @@ class ProcessorTasklet:
     def abort(self) -> None:
         """Leave at once (job failed or cancelled): close the processor and mark the tasklet done."""
         self._step = self._step_end
+        self._processing = False
         self.is_done = True
         self.close_processor()
 
@@ -425,3 +435,6 @@ _STATE_OF_STEP: dict[str, TaskletState] = {
     ProcessorTasklet._step_close.__name__: TaskletState.CLOSE,
     ProcessorTasklet._step_end.__name__: TaskletState.END,
 }
+
+#: the name of the PROCESS step, which `ProcessorTasklet.call` runs directly
+_PROCESS_STEP: Final = ProcessorTasklet._step_process.__name__

@@ -54,6 +54,9 @@ class Worker:
         self.colleagues: list[CooperativeWorker] = []
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._now_ns = clock.monotonic_ns
+        #: when the last call ended (clock ns), the start of the next call in the same round;
+        #: 0 to read the clock afresh (the round loop clears it before each round)
+        self._last_ns = 0
 
     @property
     def cpu_time_s(self) -> float:
@@ -89,9 +92,14 @@ class Worker:
         raise NotImplementedError
 
     def _call(self, t: ProcessorTasklet) -> int:
-        """One timed call; exceptions fail the job (or are the job's own teardown)."""
+        """One timed call; exceptions fail the job (or are the job's own teardown).
+
+        It starts when the call before it ended (``_last_ns``) unless that is cleared, as the round
+        loop does before each round: a round of n calls reads the clock n + 1 times, not 2n, and
+        each call's time includes the loop's few steps before it.
+        """
         now_ns = self._now_ns
-        t0 = now_ns()
+        t0 = self._last_ns or now_ns()
         try:
             r = t.call()
         except TaskletAborted:
@@ -99,7 +107,9 @@ class Worker:
         except Exception as exc:
             self.job.record_failure(exc, t, t.state.name.lower())
             r = 0
-        dt = now_ns() - t0
+        t1 = now_ns()
+        self._last_ns = t1
+        dt = t1 - t0
         t.calls += 1
         t.busy_ns += dt
         if dt > self.slow_call_ns and t.cooperative:
@@ -152,6 +162,7 @@ class CooperativeWorker(Worker):
                 continue
             progress = False
             finished: list[ProcessorTasklet] | None = None  # to dismiss after the round
+            self._last_ns = 0  # the round's first call reads the clock afresh
             for t in tasklets:
                 if stealing is not None and t.steal_to is not None:
                     if finished is None:
@@ -196,6 +207,7 @@ class BlockingWorker(Worker):
         t = self.tasklets[0]
         idle_round = 0
         while not job.terminating:
+            self._last_ns = 0  # one tasklet: every call reads the clock afresh (idling comes between)
             r = self._call(t)
             self.iteration_count += 1
             if r & DONE_STATE:

@@ -3,73 +3,32 @@ rate-limited source -> 6 identity maps (not fused) -> count per tumbling window 
 time = creation time) -> a latency-recording sink. `idle_job` builds it as a DAG (what the
 experiments run), `idle_cpu_pipeline` writes it in the Pipeline API.
 
-The sixth map is a probe: still an identity map, it also samples, once per batch, the
-end-to-end latency of the batch's oldest item (due time -> now), which gives thousands of
-latency samples per second where the windowed sink sees one result per second.
+The sixth map is a probe (`LatencyProbeP`, compiled with the engine: `jetbench.experiments.
+latency_probe`): still an identity map, it also samples, once per batch, the end-to-end latency
+of the batch's oldest item (due time -> now), which gives thousands of latency samples per second
+where the windowed sink sees one result per second.
 """
 
 from __future__ import annotations
 
-import time
-from array import array
 from typing import Any
 
 from .. import sinks
 from ..core import DAG, Edge
-from ..core.inbox import Inbox
 from ..pipeline import Pipeline, Source
 from ..processors import Transform, counting, transform_processor
 from ..processors.insert_watermarks import insert_watermarks
-from ..processors.snapshotting import instance_key, own_values
-from ..processors.transform import TransformP
 from ..processors.window_aggregate import window_aggregate
 from ..window import tumbling
+from .latency_probe import MAX_SAMPLES, LatencyProbeP
+
+__all__ = ["MAPS", "MAX_SAMPLES", "LatencyProbeP", "identity", "idle_cpu_pipeline", "idle_job"]
 
 MAPS = 6
-MAX_SAMPLES = 1_000_000
 
 
 def identity(x: Any) -> Any:
     return x
-
-
-class LatencyProbeP(TransformP):
-    """An identity map that records, per batch, how long ago its oldest item was due (ms).
-
-    Its counters (``items`` passed, latency ``samples``) are part of its snapshot, saved under
-    this instance's own key: a job with a processing guarantee that restarts goes on counting
-    from the snapshot, so an item is counted once however often the job restarts.
-
-    >>> from jetbench.testing import verify_processor
-    >>> report = verify_processor(LatencyProbeP, input=[(0, "a"), (1, "b"), (2, "c")],
-    ...                           expected=[(0, "a"), (1, "b"), (2, "c")])
-    >>> [run.processor.items for run in report.runs]
-    [3, 3, 3, 3, 3]
-    """
-
-    def __init__(self) -> None:
-        super().__init__(Transform(timestamped=True).map(identity))
-        self.samples: list[float] = []
-        self.items = 0
-
-    def save_to_snapshot(self) -> bool:
-        return self.outbox.offer_to_snapshot(instance_key("LatencyProbeP", self.context),
-                                             (self.items, array("d", self.samples)))
-
-    def restore_from_snapshot(self, inbox: Inbox) -> None:
-        mine, _, _ = own_values(inbox, "LatencyProbeP", self.context)
-        for items, samples in mine:  # several when restored at a lower parallelism
-            self.items += items
-            self.samples += samples[:MAX_SAMPLES - len(self.samples)]
-
-    def process(self, ordinal: int, inbox: Inbox) -> None:
-        before = len(inbox)
-        if before and not self._emitter.pending:
-            samples = self.samples
-            if len(samples) < MAX_SAMPLES:
-                samples.append(time.time_ns() / 1e6 - inbox.peek()[0])
-        super().process(ordinal, inbox)
-        self.items += before - len(inbox)
 
 
 def idle_job(source: Source, maps: int = MAPS, window_ms: int = 1000) -> DAG:

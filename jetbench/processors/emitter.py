@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
-from ..core.items import Chunk, Stamped, Watermark, chunk_copy, chunk_len, chunk_tail
+from ..core.items import Chunk, Stamped, Watermark, chunk_copy
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 
-_UNBOUNDED = 1 << 30
+_UNBOUNDED: Final = 1 << 30
 
 
 class Emitter:
@@ -20,19 +20,21 @@ class Emitter:
     ``pending`` and must be flushed (`flush`) before new items are produced.
     """
 
-    __slots__ = ("outbox", "pending", "_ordinals")
+    __slots__ = ("outbox", "pending", "_ordinals", "_single")
 
     def __init__(self, outbox: Outbox):
         self.outbox = outbox
         self.pending: list[tuple[int, Chunk]] = []
         self._ordinals = range(outbox.ordinal_count)
+        #: one outbound ordinal, the common case (compiled, ``len()`` of a range is a generic call)
+        self._single = outbox.ordinal_count == 1
 
     def room(self) -> int:
         """How many items can be offered now to every ordinal (huge for a sink with none)."""
         if self.pending:
             return 0
         outbox = self.outbox
-        if len(self._ordinals) == 1:
+        if self._single:
             return outbox.room(0)
         return min((outbox.room(o) for o in self._ordinals), default=_UNBOUNDED)
 
@@ -52,24 +54,20 @@ class Emitter:
 
     def emit(self, items: Chunk) -> bool:
         """Offer ``items`` (owned by the emitter from now on) to every ordinal; True if all fit."""
-        ordinals = self._ordinals
-        if len(ordinals) == 1:
+        if self._single:
             self._offer(0, items)
         else:
-            for o in ordinals:
+            for o in self._ordinals:
                 self._offer(o, items if o == 0 else chunk_copy(items))
         return not self.pending
 
     def emit_stamped(self, ts: list[Any], items: list[Any]) -> bool:
         """Offer the items ``items`` with their timestamps ``ts`` (lists owned by the emitter from
         now on) to every ordinal, as columns (`Outbox.offer_stamped`); True if all fit."""
-        if len(self._ordinals) != 1:
+        if not self._single:
             return self.emit(Stamped(ts, items))
-        n = self.outbox.offer_stamped(ts, items, 0)
-        if n < len(items):
-            self.pending.append((0, Stamped(ts[n:], items[n:])))
-            return False
-        return True
+        self._offer_columns(0, ts, items)
+        return not self.pending
 
     def emit_from(self, iterator: Iterator[Any]) -> bool:
         """Emit as many items of ``iterator`` as fit now; True once it is exhausted and all of
@@ -84,11 +82,17 @@ class Emitter:
 
     def _offer(self, ordinal: int, chunk: Chunk) -> None:
         if isinstance(chunk, Stamped):
-            n = self.outbox.offer_stamped(chunk.ts, chunk.items, ordinal)
-        else:
-            n = self.outbox.offer_batch(chunk, ordinal)
-        if n < chunk_len(chunk):
-            self.pending.append((ordinal, chunk_tail(chunk, n)))
+            self._offer_columns(ordinal, chunk.ts, chunk.items)
+            return
+        n = self.outbox.offer_batch(chunk, ordinal)
+        if n < len(chunk):
+            self.pending.append((ordinal, chunk[n:]))
+
+    def _offer_columns(self, ordinal: int, ts: list[Any], items: list[Any]) -> None:
+        """Offer columns to ``ordinal``; the refused remainder waits in ``pending`` as a `Stamped` chunk."""
+        n = self.outbox.offer_stamped(ts, items, ordinal)
+        if n < len(items):
+            self.pending.append((ordinal, Stamped(ts[n:], items[n:])))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from ..core.clock import SYSTEM_CLOCK
 from ..core.errors import JetbenchError
@@ -17,6 +17,10 @@ from .builder_kind import Kind, Param, Reader, none_if_empty
 from .emitter import EmittingProcessor
 from .snapshotting import restored_position, save_position
 from .supplier import ProcessorSupplier, made_by
+
+#: the end of an unbounded generator: a sequence number never reached (36 years at 10^9 items/s),
+#: small enough to stay a native int when compiled (``sys.maxsize`` would be a boxed one)
+_UNBOUNDED: Final = 1 << 60
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -58,7 +62,8 @@ class GeneratorP(EmittingProcessor):
         super().init(outbox, context)
         self._step = context.total_parallelism
         self._next = context.global_index  # the next sequence number this instance emits
-        self._end = math.inf if self.count is None else self.count
+        #: the sequence number this instance stops before (a count: int arithmetic, compiled native)
+        self._end: int = _UNBOUNDED if self.count is None else self.count
         self._monotonic_ns = context.clock.monotonic_ns
         self._start_ns = self._monotonic_ns()
         self._start_epoch_ms = context.clock.time_ns() / 1e6
@@ -86,18 +91,23 @@ class GeneratorP(EmittingProcessor):
 
     def complete(self) -> bool:
         emitter = self._emitter
-        if not emitter.flush():
+        if emitter.pending and not emitter.flush():
             return False
         seq, step, end = self._next, self._step, self._end
         if seq >= end:
             return True
         # highest sequence number due by now, over all instances
-        due = min((self._monotonic_ns() - self._start_ns) * self.rate_per_s // 1_000_000_000, end - 1)
-        n = min(int((due - seq) // step) + 1, emitter.room()) if due >= seq else 0
+        due = int((self._monotonic_ns() - self._start_ns) * self.rate_per_s // 1_000_000_000)
+        if due >= end:
+            due = end - 1
+        if due < seq:
+            return False
+        n = min((due - seq) // step + 1, emitter.room())
         if n <= 0:
             return False
-        seqs = range(seq, seq + n * step, step)
-        self._next = seq + n * step
+        stop = seq + n * step
+        self._next = stop
+        seqs = range(seq, stop, step)
         fn = self.item_fn
         items = list(seqs) if fn is None else [fn(s) for s in seqs]
         if self.timestamped:  # (ts, item) pairs, emitted as columns
@@ -105,7 +115,7 @@ class GeneratorP(EmittingProcessor):
             emitter.emit_stamped([t0 + s * ms_per_item for s in seqs], items)
         else:
             emitter.emit(items)
-        return self._next >= end and not emitter.pending
+        return stop >= end and not emitter.pending
 
 
 def generator_source(

@@ -166,7 +166,7 @@ class InsertWatermarksP(Processor):
             stamps = list(map(ts_fn, batch))
         if not batch:
             return
-        top = max(stamps)
+        top = stamps[0] if len(stamps) == 1 else max(stamps)
         self._last_item_at = self._monotonic()
         self._idle = False
         if top < self._threshold:  # no watermark in this batch
