@@ -10,9 +10,8 @@ Only what provably means the same is inlined; anything else stays a call:
 
 - a plain function (a ``lambda``, or a ``def`` whose body is one ``return``, a docstring
   allowed) of exactly one positional parameter, not a generator or coroutine, undecorated;
-- its source is found (`linecache`: files, IPython cells, doctests) and compiling that source
-  again gives the very bytecode, constants and names of the function's code, so the source read
-  is the code that runs;
+- its source is found and compiling it again gives the function's very code
+  (`function_source`), so the source read is the code that runs;
 - the expression opens no scope of its own (no lambda, comprehension or ``:=``) and does not
   ``yield`` or ``await``;
 - its global names are looked up in the function's own globals and its free variables read the
@@ -30,15 +29,10 @@ True
 """
 
 from __future__ import annotations
-import __future__
 
 import ast
 import copy
-import functools
-import hashlib
 import inspect
-import linecache
-import operator
 import os
 import weakref
 from collections.abc import Callable
@@ -46,11 +40,11 @@ from dataclasses import dataclass
 from types import CellType, CodeType, FunctionType
 from typing import Any
 
+from .function_source import returned_expression, written_node
+
 #: code flags that rule a function out: it takes *args or **kwargs, or does not simply return
 _RULED_OUT_FLAGS = (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR | inspect.CO_COROUTINE
                     | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE)
-#: the compiler flags of ``__future__`` imports, which a code object's flags carry
-FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag for name in __future__.all_feature_names))
 #: expression nodes that open a scope or suspend: an expression holding one stays a call
 _SCOPED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr,
            ast.Yield, ast.YieldFrom, ast.Await)
@@ -122,85 +116,12 @@ def _expression_of(code: CodeType) -> tuple[ast.expr, str, frozenset[str]] | Non
     found = None
     if (code.co_argcount == 1 and not code.co_kwonlyargcount and not code.co_flags & _RULED_OUT_FLAGS
             and not code.co_cellvars):
-        tree = _module_tree(code.co_filename)
-        if tree is not None:
-            found = _matching_expression(tree, code)
+        node = written_node(code)  # its true positions, for tracebacks
+        expr = None if isinstance(node, str) else returned_expression(node)
+        if expr is not None and not any(isinstance(n, _SCOPED) for n in ast.walk(expr)):
+            assert not isinstance(node, str)
+            param = node.args.args[0].arg if node.args.args else node.args.posonlyargs[0].arg
+            names = frozenset(n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id != param)
+            found = (expr, param, names)
     _FOUND[code] = found
     return found
-
-
-_TREES: dict[str, tuple[str, ast.Module | None]] = {}
-
-
-def _module_tree(filename: str) -> ast.Module | None:
-    """The parsed source of ``filename`` as `linecache` has it now (parsed again when it changed)."""
-    lines = linecache.getlines(filename)
-    if not lines:
-        return None
-    source = "".join(lines)
-    digest = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
-    known = _TREES.get(filename)
-    if known is not None and known[0] == digest:
-        return known[1]
-    try:
-        tree: ast.Module | None = ast.parse(source, filename)
-    except (SyntaxError, ValueError):
-        tree = None
-    _TREES[filename] = (digest, tree)
-    return tree
-
-
-def _matching_expression(tree: ast.Module, code: CodeType) -> tuple[ast.expr, str, frozenset[str]] | None:
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Lambda, ast.FunctionDef)) or node.lineno != code.co_firstlineno:
-            continue
-        found = _returned_expression(node)
-        if found is not None and _compiles_to(node, code):
-            expr, param = found
-            names = frozenset(n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id != param)
-            return expr, param, names
-    return None
-
-
-def _returned_expression(node: ast.Lambda | ast.FunctionDef) -> tuple[ast.expr, str] | None:
-    args = node.args
-    params = args.posonlyargs + args.args
-    if len(params) != 1 or args.vararg or args.kwonlyargs or args.kwarg:
-        return None
-    if isinstance(node, ast.Lambda):
-        expr = node.body
-    else:
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]  # the docstring
-        if node.decorator_list or len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-            return None
-        expr = body[0].value
-    if any(isinstance(n, _SCOPED) for n in ast.walk(expr)):
-        return None
-    return expr, params[0].arg
-
-
-def _compiles_to(node: ast.Lambda | ast.FunctionDef, code: CodeType) -> bool:
-    """Whether ``node``, compiled where its free variables are an enclosing function's locals
-    (as where it was written), gives ``code``'s bytecode, constants and names."""
-    free = [ast.Assign([ast.Name(name, ast.Store())], ast.Constant(None)) for name in code.co_freevars]
-    inner: ast.stmt = (ast.Return(copy.deepcopy(node)) if isinstance(node, ast.Lambda)
-                       else copy.deepcopy(node))
-    outer = ast.FunctionDef("_jetbench_outer", ast.arguments([], [], None, [], [], None, []),
-                            [*free, inner], [], None, None)
-    module = ast.fix_missing_locations(ast.Module([outer], []))
-    try:
-        compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & FUTURE_FLAGS, dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    outer_code = next(c for c in compiled.co_consts if isinstance(c, CodeType))
-    same = ("co_code", "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_argcount",
-            "co_posonlyargcount", "co_kwonlyargcount", "co_name")
-    return any(
-        isinstance(c, CodeType)
-        and all(getattr(c, a) == getattr(code, a) for a in same)
-        and (c.co_flags | inspect.CO_NESTED) == (code.co_flags | inspect.CO_NESTED)
-        for c in outer_code.co_consts
-    )

@@ -35,12 +35,12 @@ import copy
 import functools
 import importlib
 import inspect
-import linecache
 import textwrap
 import types
 from typing import Any
 
 from ...processors.builder_kind import Unreadable
+from ...processors.function_source import body_without_docstring, lambda_node
 from ...processors.supplier import builder_code
 from .code_text import is_expression
 
@@ -122,129 +122,10 @@ def _lambda_code(fn: types.FunctionType, args: tuple[str, ...], ns: dict[str, An
 
 
 def _find_lambda(fn: types.FunctionType) -> ast.Lambda:
-    found = _lambda_of(fn.__code__)
+    found = lambda_node(fn.__code__)
     if isinstance(found, str):
         raise Unreadable(found)
     return found
-
-
-@functools.lru_cache(maxsize=4096)
-def _lambda_of(code: types.CodeType) -> ast.Lambda | str:
-    """The lambda's node in its source, or why not (cached: reading source is the slow part;
-    callers never change the node)."""
-    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_kwonlyargcount \
-            or code.co_posonlyargcount:
-        return "its source is not a plain lambda"
-    fast = _lambda_by_positions(code)
-    if fast is not None:
-        return fast
-    try:
-        lines, _ = inspect.getsourcelines(code)
-    except (OSError, TypeError):
-        return "its source is not available"
-    lambdas = [n for n in _lambdas_in(textwrap.dedent("".join(lines)))
-               if not n.args.vararg and not n.args.kwarg and not n.args.kwonlyargs and not n.args.posonlyargs
-               and len(n.args.args) == code.co_argcount]
-    if not lambdas:
-        return "its source is not a plain lambda"
-    same = [n for n in lambdas if _same_code(n, code)]  # the one compiling to the same bytecode
-    if not same:
-        return "its source does not match it (changed since it was made?)"
-    return same[0]  # equal bytecode: any of them means the same
-
-
-def _lambda_by_positions(code: types.CodeType) -> ast.Lambda | None:
-    """The lambda rebuilt from the source span its instructions cover (``co_positions``): one
-    slice and one parse, checked against the bytecode; None when that does not work out."""
-    spans = [(a, b, c, d) for a, b, c, d in code.co_positions()
-             if a is not None and b is not None and c is not None and d is not None and (a, c) != (b, d)]
-    if not spans:
-        return None
-    start = min((p[0], p[2]) for p in spans)
-    end = max((p[1], p[3]) for p in spans)
-    lines = linecache.getlines(code.co_filename)
-    if not lines or end[0] > len(lines):
-        return None
-    raw = [line.encode("utf-8") for line in lines[start[0] - 1:end[0]]]  # columns count UTF-8 bytes
-    raw[-1] = raw[-1][:end[1]]
-    raw[0] = raw[0][start[1]:]
-    body = b"".join(raw).decode("utf-8", errors="replace")
-    params = ", ".join(code.co_varnames[:code.co_argcount])
-    try:
-        node = ast.parse(f"lambda {params}: (\n{body}\n)", mode="eval").body
-    except SyntaxError:
-        return None
-    return node if isinstance(node, ast.Lambda) and _same_code(node, code) else None
-
-
-def _lambdas_in(source: str) -> list[ast.Lambda]:
-    """Every lambda in ``source``: the lines a lambda was defined on need not parse on their own
-    (``.map(lambda x: x + 1)`` in the middle of a chain), so each ``lambda`` keyword is tried as
-    the start of an expression, ending at each closing bracket, comma or line end after it."""
-    import io
-    import tokenize
-
-    starts: list[int] = []
-    ends: list[int] = []
-    offsets = [0]
-    for line in source.splitlines(keepends=True):
-        offsets.append(offsets[-1] + len(line))
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            at = offsets[tok.start[0] - 1] + tok.start[1] if tok.start[0] - 1 < len(offsets) else len(source)
-            if tok.type == tokenize.NAME and tok.string == "lambda":
-                starts.append(at)
-            elif tok.type == tokenize.OP and tok.string in ")]},;" or tok.type in (tokenize.NEWLINE, tokenize.NL):
-                ends.append(at)
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass  # unbalanced brackets at the end of the lines: keep what was read
-    ends.append(len(source))
-    found: list[ast.Lambda] = []
-    for start in starts:
-        for end in sorted((e for e in set(ends) if e > start), reverse=True):
-            text = source[start:end]
-            try:
-                node = ast.parse(text.replace("\n", " "), mode="eval").body
-            except SyntaxError:
-                try:
-                    node = ast.parse(f"({text})", mode="eval").body
-                except SyntaxError:
-                    continue
-            if isinstance(node, ast.Lambda):
-                found.append(node)
-                found.extend(n for n in ast.walk(node.body) if isinstance(n, ast.Lambda))
-                break
-    return found
-
-
-def _same_code(node: ast.Lambda, code: types.CodeType) -> bool:
-    free = code.co_freevars
-    text = ast.unparse(node)
-    source = f"def _outer({', '.join(free)}):\n    return {text}\n" if free else f"_ = {text}\n"
-    try:
-        module = compile(source, "<readback>", "exec")
-    except SyntaxError:
-        return False
-    return any(_code_equal(c, code) for c in _code_objects(module) if c.co_name == "<lambda>")
-
-
-def _code_objects(code: types.CodeType) -> list[types.CodeType]:
-    found = []
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            found.append(const)
-            found.extend(_code_objects(const))
-    return found
-
-
-def _code_equal(a: types.CodeType, b: types.CodeType) -> bool:
-    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars) != (b.co_code, b.co_names, b.co_varnames, b.co_freevars):
-        return False
-    ca = [c for c in a.co_consts if not isinstance(c, types.CodeType)]
-    cb = [c for c in b.co_consts if not isinstance(c, types.CodeType)]
-    na = [c for c in a.co_consts if isinstance(c, types.CodeType)]
-    nb = [c for c in b.co_consts if isinstance(c, types.CodeType)]
-    return ca == cb and len(na) == len(nb) and all(_code_equal(x, y) for x, y in zip(na, nb, strict=True))
 
 
 # ------------------------------------------------------------------------------ named functions
@@ -319,10 +200,7 @@ def _def_body(fn: types.FunctionType, args: tuple[str, ...], ns: dict[str, Any])
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or len(a.args) != len(args):
         raise Unreadable(f"{name} takes other arguments than ({', '.join(args)})")
     params = [p.arg for p in a.args]
-    body = list(node.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        body = body[1:]  # the docstring
+    body = body_without_docstring(node)
     if not body:
         raise Unreadable(f"{name} has an empty body")
     module = ast.Module(body=body, type_ignores=[])
