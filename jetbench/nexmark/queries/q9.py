@@ -91,33 +91,34 @@ class WinningBid:
         """The batch form (``fn_items``: ``__call__`` reads no ``k.time``, the times it needs
         are the events' own): an auction's events of a batch in one loop. Bids of a known
         auction, nearly all of them, are compared in place (`better` written out, the auction's
-        bounds and the best price in locals); the auction itself and bids before it go through
+        bounds and the price to beat in locals); the auction itself and bids before it go through
         ``__call__``; persons (the key None) leave no state."""
         if k.key is None:
             k.state = None
             return None
         state = k.state
         auction, best = state[0], state[1]
-        expires = reserve = top = 0
+        # a bid can only win at or above `floor`: the reserve, or the best price so far (a best
+        # bid is a valid one, so at or above the reserve): most bids fail on their price alone,
+        # before their time is read
+        expires = floor = 0
         if auction is not None:
-            expires, reserve = auction.expires, auction.reserve
-            if best is not None:
-                top = best.price
+            expires = auction.expires
+            floor = auction.reserve if best is None else best.price
         for event in events:
             if auction is None or type(event) is not Bid:
                 self(k, event)
                 auction, best = state[0], state[1]
                 if auction is not None:
-                    expires, reserve = auction.expires, auction.reserve
-                    if best is not None:
-                        top = best.price
+                    expires = auction.expires
+                    floor = auction.reserve if best is None else best.price
                 continue
             price = event.price
-            if event.date_time < expires and price >= reserve and (
-                    best is None or price > top
-                    or (price == top and (event.date_time, event.bidder) < (best.date_time, best.bidder))):
+            if price >= floor and event.date_time < expires and (
+                    best is None or price > floor  # floor is the best price here
+                    or (event.date_time, event.bidder) < (best.date_time, best.bidder)):
                 state[1] = best = event
-                top = price
+                floor = price
         return None
 
 
