@@ -70,6 +70,9 @@ from .supplier import ProcessorSupplier, made_by
 from .window_definition import WindowDefinition, WindowResult, session, sliding, tumbling
 
 _MISSING = object()
+#: a result made as ``_new(WindowResult, (start, end, key, value))``: the named tuple's own
+#: ``__new__`` is Python code (a frame and keyword parsing per result), tuple's is C
+_new = tuple.__new__
 _first = itemgetter(0)
 _second = itemgetter(1)
 _INF = math.inf
@@ -331,7 +334,7 @@ class SlidingWindowP(Processor):
         if self._tumbling:
             frame = frames.pop(start, None)
             if frame:
-                out += [(end, WindowResult(start, end, k, finish(a))) for k, a in frame.items()]
+                out += [(end, _new(WindowResult, (start, end, k, finish(a)))) for k, a in frame.items()]
             return
         slide = self.slide
         op = self.op
@@ -349,7 +352,7 @@ class SlidingWindowP(Processor):
                         entry[0] = combine(entry[0], a)
                         entry[1] += 1
             value = self._running_value
-            out += [(end, WindowResult(start, end, k, value(e[0]))) for k, e in running.items()]
+            out += [(end, _new(WindowResult, (start, end, k, value(e[0])))) for k, e in running.items()]
             trailing = frames.pop(start, None)
             if trailing:
                 for k, a in trailing.items():
@@ -372,7 +375,7 @@ class SlidingWindowP(Processor):
                     acc = get(k, _MISSING)
                     window[k] = combine(create() if acc is _MISSING else acc, a)
         frames.pop(start, None)
-        out += [(end, WindowResult(start, end, k, finish(a))) for k, a in window.items()]
+        out += [(end, _new(WindowResult, (start, end, k, finish(a)))) for k, a in window.items()]
 
 
     # -- snapshots ------------------------------------------------------------------------------
@@ -761,7 +764,7 @@ class SessionWindowP(Processor):
                 self._deadline(ss[0][1], key)
         if closed:
             closed.sort(key=_first)  # stable: ties keep the order they were collected in
-            self._emitter.emit([(e, WindowResult(s[0], e, k, finish(s[2]))) for e, k, s in closed])
+            self._emitter.emit([(e, _new(WindowResult, (s[0], e, k, finish(s[2])))) for e, k, s in closed])
 
 
 def _start(session: list[Any]) -> Any:

@@ -28,6 +28,9 @@ from .q9 import winning_bids
 from .results import AuctionBid, SellerPrice
 
 LAST = 10
+#: a result made as ``_new(SellerPrice, (seller, price))``: the named tuple's own ``__new__`` is
+#: Python code (a frame and keyword parsing per result), tuple's is C
+_new = tuple.__new__
 
 
 #: a winner's seller; a bid's (time, price) (C-level attribute getters: no Python call each)
@@ -55,13 +58,13 @@ def add_winner(k: Keyed, winner: AuctionBid) -> list[SellerPrice]:
     if len(bids) > LAST:
         del bids[0]
     k.timer = math.inf
-    return [SellerPrice(k.key, mean_price(bids))]
+    return [_new(SellerPrice, (k.key, mean_price(bids)))]
 
 
 def final_pane(k: Keyed) -> list[SellerPrice]:
     bids: Any = k.state
     k.state = None
-    return [SellerPrice(k.key, mean_price(bids))]
+    return [_new(SellerPrice, (k.key, mean_price(bids)))]
 
 
 #: the order of winners with equal timestamps: by auction id
