@@ -89,6 +89,17 @@ class Transform:
     def __call__(self, batch: list[Any]) -> list[Any]:
         return self._fn(batch)
 
+    @property
+    def generated_code(self) -> str:
+        """The code the chain runs on a batch: one comprehension, with the steps that are one
+        expression written out in it in place of their calls (`inlining`).
+
+        >>> Transform().map(abs).filter(lambda x: x > 1).generated_code
+        'lambda batch: [v1 for x0 in batch for v1 in [f0(x0)] if v1 > 1]'
+        """
+        fn = self._fn
+        return generated_source(fn) if isinstance(fn, FunctionType) else getattr(fn, "__name__", repr(fn))
+
     def items_fn(self) -> Callable[[list[Any]], list[Any]]:
         """The steps on plain items (e.g. a timestamped batch's items column); with no step, the
         very list it is given."""
@@ -237,14 +248,14 @@ def _chain_clauses(steps: tuple[tuple[str, Callable[..., Any]], ...], head: str,
 
     A step in ``inline`` is written as a call of ``_jb_inline_{i}`` on a variable, which
     `_eval` replaces with the function's expression of that variable; a value that is not yet in
-    a variable is bound with ``for x{i} in [value]`` (CPython compiles that to an assignment)."""
+    a variable is bound with ``for v{i} in [value]`` (CPython compiles that to an assignment)."""
     inline = inline or {}
     expr, clauses = "x0", [head]
     for i, (kind, _) in enumerate(steps, first):
         var = f"x{i + 1}"
         if i in inline and not expr.isidentifier():
-            clauses.append(f"for _jb_v{i} in [{expr}]")
-            expr = f"_jb_v{i}"
+            clauses.append(f"for v{i} in [{expr}]")
+            expr = f"v{i}"
         call = _call(i, inline)
         if kind == MAP:
             expr = f"{call}({expr})"
@@ -278,7 +289,7 @@ def _eval(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...], env: d
 #: what the generated code calls in place of a step to inline (`_call`)
 _INLINE_PREFIX = "_jb_inline_"
 #: names the generated code binds: an inlined expression reading one of them stays a call
-_GENERATED_NAMES = re.compile(r"(x|f)\d+|t|p|ts|items|batch|keep|out_ts|stamp|_compress|_new_column|_items|_jb_.*")
+_GENERATED_NAMES = re.compile(r"(x|f|v)\d+|t|p|ts|items|batch|keep|out_ts|stamp|_compress|_new_column|_items|_jb_.*")
 #: `generated_source` of the functions `_eval_inlined` made, by code object
 _INLINED_SOURCE: weakref.WeakKeyDictionary[CodeType, str] = weakref.WeakKeyDictionary()
 
