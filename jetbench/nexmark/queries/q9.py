@@ -36,9 +36,10 @@ def expected_auction_duration_ms(config: NexmarkConfig) -> int:
 
 
 def auction_id(event: Any) -> int | None:
-    """The auction an auction or a bid belongs to (the key); None for a person."""
-    t = type(event)  # bids (46 events in 50) first
-    return event.auction if t is Bid else event.id if t is Auction else None
+    """The auction an auction or a bid belongs to (the key); None for a person. Bids (46 events
+    in 50) first; one expression, so that generated code can compute it in place of a call
+    (`jetbench.processors.inlining`)."""
+    return event.auction if type(event) is Bid else event.id if type(event) is Auction else None
 
 
 def better(bid: Bid, best: Bid | None) -> bool:
