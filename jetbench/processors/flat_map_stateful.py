@@ -234,7 +234,9 @@ class FlatMapStatefulP(Processor):
                 else:
                     self._store(key, entry, cell, arm)
                 if results is not None:
-                    out += zip(repeat(t if t >= wm_out else wm_out), results)
+                    stamp = t if t >= wm_out else wm_out
+                    for result in results:
+                        out.append((stamp, result))
 
     def _advance(self, limit: float, out: list[Any]) -> None:
         """Hand over the held items before ``limit`` and fire the timers before it, by time (an
@@ -275,7 +277,8 @@ class FlatMapStatefulP(Processor):
                 if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] is None):
                     self._store(key, entry, cell)
             if results is not None:
-                out += zip(repeat(ts), results)
+                for result in results:
+                    out.append((ts, result))
 
     # -- input and output -----------------------------------------------------------------------
 
@@ -338,7 +341,8 @@ class FlatMapStatefulP(Processor):
                 if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] is None):
                     self._store(key, entry, cell)
             if results is not None:
-                out += zip(repeat(ts), results)
+                for result in results:
+                    out.append((ts, result))
         return out
 
     def _group_pairs(self, batch: Iterable[tuple[Any, Any]]) -> dict[Hashable, list[tuple[Any, Any]]]:
