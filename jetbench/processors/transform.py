@@ -30,6 +30,10 @@ def _note_failing_item(exc: Exception, batch: list[Any]) -> None:
     note_failing_item(exc, batch, BATCH)
 
 
+#: the timestamps column of a batch taken as plain items: never read, never changed
+_NO_TIMESTAMPS: list[Any] = []
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class TransformP(EmittingProcessor):
     """Applies a `Transform` to each inbox batch and emits the result to every outbound ordinal.
@@ -65,7 +69,7 @@ class TransformP(EmittingProcessor):
             return
         take = max(1, int(room / self._ratio)) if self._expands else room
         # a try costs nothing until it raises: the failing item is found on the failure path only
-        ts: list[Any] = []
+        ts = _NO_TIMESTAMPS  # read only on the columns path, which takes its own
         apply_columns = self._apply_columns
         if apply_columns is not None and inbox.stamped:
             ts, batch = inbox.take_stamped(take)
