@@ -12,8 +12,10 @@ import ast
 import hashlib
 import linecache
 import re
+import textwrap
 import weakref
-from collections.abc import Callable, Iterable
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
 from itertools import compress
 from types import CellType, CodeType, FunctionType
 from typing import Any
@@ -205,16 +207,40 @@ def _compile_columns(
         passes = " and ".join(f"{_call(i, inline)}(x0)" for i in range(n))
         kept = "_compress(items, keep)"
         expr, clauses = _chain_clauses(steps[n:], f"for x0 in {kept}", first=n, inline=inline)
-        out = f"list({kept})" if len(clauses) == 1 and expr == "x0" else f"[{expr} {' '.join(clauses)}]"
-        source = f"lambda ts, items: (lambda keep: (list(_compress(ts, keep)), {out}))([{passes} for x0 in items])"
+        out = f"_jb_list({kept})" if len(clauses) == 1 and expr == "x0" else f"[{expr} {' '.join(clauses)}]"
+        source = f"lambda ts, items: (lambda keep: (_jb_list(_compress(ts, keep)), {out}))([{passes} for x0 in items])"
         env["_compress"] = compress
+        env["_jb_list"] = list  # the builtins the generated code calls, whatever the user's globals name
     else:
-        expr, clauses = _chain_clauses(steps, "for (t, x0) in zip(ts, items)", inline=inline)
+        expr, clauses = _chain_clauses(steps, "for (t, x0) in _jb_zip(ts, items)", inline=inline)
         body = f"[{expr} {' '.join(clauses)} if not stamp(t)]"
         source = f"lambda ts, items: (lambda out_ts, stamp: (out_ts, {body}))(*_new_column())"
         env["_new_column"] = _new_column
+        env["_jb_zip"] = zip
     fused: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] = _eval(source, steps, env, inline)
     return fused
+
+
+def grouped_by(key_fn: Callable[[Any], Hashable], pairs: bool = False) -> Callable[[Iterable[Any]], dict[Hashable, list[Any]]]:
+    """A function grouping a batch by ``key_fn`` in one pass, into a dict of lists with the keys
+    in the order first seen: items by ``key_fn(item)``, or with ``pairs`` ``(ts, item)`` pairs by
+    ``key_fn(item)``. A one-expression ``key_fn`` is written into the loop (`inlining`).
+
+    >>> group = grouped_by(lambda word: word[0])
+    >>> dict(group(["ab", "b", "ac"]))
+    {'a': ['ab', 'ac'], 'b': ['b']}
+    >>> dict(grouped_by(len, pairs=True)([(1, "ab"), (2, "c")]))
+    {2: [(1, 'ab')], 1: [(2, 'c')]}
+    """
+    steps = ((MAP, key_fn),)
+    inline = _inlinable(steps)
+    item = "x0 = p[1]\n        " if pairs else ""
+    each = "p" if pairs else "x0"
+    source = (f"def group(batch):\n    groups = _defaultdict(_jb_list)\n    for {each} in batch:\n"
+              f"        {item}groups[{_call(0, inline)}(x0)].append({each})\n    return groups")
+    fn: Callable[[Iterable[Any]], dict[Hashable, list[Any]]] = _eval(
+        source, steps, {"f0": key_fn, "_defaultdict": defaultdict, "_jb_list": list}, inline)
+    return fn
 
 
 def _without_identities(steps: tuple[tuple[str, Callable[..., Any]], ...]) -> tuple[tuple[str, Callable[..., Any]], ...]:
@@ -283,13 +309,21 @@ def _eval(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...], env: d
     if inline:
         return _eval_inlined(source, env, inline)
     filename = _register_source(source, steps)
+    if source.startswith("def "):  # a function statement: the function it defines
+        exec(compile(source, filename, "exec"), env)  # noqa: S102 - our own code
+        return env[_def_name(source)]
     return eval(compile(source, filename, "eval"), env)  # noqa: S307 - our own code
+
+
+def _def_name(source: str) -> str:
+    return source[len("def "):source.index("(")]
 
 
 #: what the generated code calls in place of a step to inline (`_call`)
 _INLINE_PREFIX = "_jb_inline_"
 #: names the generated code binds: an inlined expression reading one of them stays a call
-_GENERATED_NAMES = re.compile(r"(x|f|v)\d+|t|p|ts|items|batch|keep|out_ts|stamp|_compress|_new_column|_items|_jb_.*")
+_GENERATED_NAMES = re.compile(
+    r"(x|f|v)\d+|t|p|ts|items|batch|keep|out_ts|stamp|groups|group|_compress|_new_column|_items|_defaultdict|_jb_.*")
 #: `generated_source` of the functions `_eval_inlined` made, by code object
 _INLINED_SOURCE: weakref.WeakKeyDictionary[CodeType, str] = weakref.WeakKeyDictionary()
 
@@ -330,7 +364,11 @@ def _eval_inlined(source: str, env: dict[str, Any], inline: dict[int, InlineExpr
     cells = {name: cell for step in steps for name, cell in step.cells.items()}
     free = [*env, *cells]
     binding = f"    {' = '.join(free)} = None\n" if free else ""
-    tree = ast.parse(f"def _jb_factory():\n{binding}    return {source}\n")
+    if source.startswith("def "):  # a function statement: the factory returns the function
+        body = f"{textwrap.indent(source, '    ')}\n    return {_def_name(source)}\n"
+    else:
+        body = f"    return {source}\n"
+    tree = ast.parse(f"def _jb_factory():\n{binding}{body}")
     for node in ast.walk(tree):
         if isinstance(node, (ast.expr, ast.stmt, ast.arg, ast.keyword)):
             ast.copy_location(node, anchor)
@@ -347,14 +385,14 @@ def _eval_inlined(source: str, env: dict[str, Any], inline: dict[int, InlineExpr
             return node
 
     tree = Splice().visit(tree)
-    lambda_node = tree.body[0].body[-1].value
+    made = tree.body[0].body[-2] if source.startswith("def ") else tree.body[0].body[-1].value
     module = compile(tree, steps[0].filename, "exec", dont_inherit=True)
     factory = next(c for c in module.co_consts if isinstance(c, CodeType))
     code = _registered(next(c for c in factory.co_consts if isinstance(c, CodeType)),
                        ", ".join(dict.fromkeys(step.fn.__name__ for step in steps)))
-    _INLINED_SOURCE[code] = ast.unparse(lambda_node)
+    _INLINED_SOURCE[code] = ast.unparse(made)
     closure = tuple(cells[name] if name in cells else CellType(env[name]) for name in code.co_freevars)
-    return FunctionType(code, steps[0].fn.__globals__, "<lambda>", None, closure)
+    return FunctionType(code, steps[0].fn.__globals__, code.co_name, None, closure)
 
 
 def _registered(code: CodeType, name: str, top: bool = True) -> CodeType:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from jetbench.processors import Transform
 from jetbench.processors.inlining import inline_expression
-from jetbench.processors.transform_chain import _inlinable, generated_source
+from jetbench.processors.transform_chain import _inlinable, generated_source, grouped_by
 
 
 def called(t: Transform) -> Transform:
@@ -189,3 +189,32 @@ def test_an_identity_map_is_no_step_at_all(monkeypatch):
     t = Transform().map(lambda x: seen.append(x) or x).map(identity)
     assert t([3]) == [3] and seen == [3]
     assert Transform(timestamped=True).map(identity).items_fn()(items) is not items
+
+
+@given(items=st.lists(st.integers(-20, 20), max_size=40), pairs=st.booleans())
+def test_grouped_by_groups_as_a_plain_loop_does(items, pairs):
+    batch = [(100 + i, x) for i, x in enumerate(items)] if pairs else items
+    expected: dict = {}
+    for entry in batch:
+        expected.setdefault((entry[1] if pairs else entry) % 3, []).append(entry)
+    inlined = grouped_by(lambda x: x % 3, pairs=pairs)
+    called_ = grouped_by(functools.partial(lambda m, x: x % m, 3), pairs=pairs)
+    for group in (inlined, called_):
+        got = group(batch)
+        assert got == expected and list(got) == list(expected)  # keys in the order first seen
+    assert "x0 % 3" in generated_source(inlined)
+
+
+def test_generated_code_does_not_read_the_users_builtins_names(tmp_path):
+    """Inlined code runs in the user's globals: a module that names something ``list`` or
+    ``zip`` does not change what the generated code calls."""
+    path = tmp_path / "shadowing.py"
+    path.write_text("list = zip = None\nkey = lambda x: x % 2\nkeep = lambda x: x > 0\nflat = lambda x: [x, x]\n")
+    namespace: dict = {"__name__": "shadowing"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)  # noqa: S102 - a user module
+    assert inline_expression(namespace["key"]) is not None
+    assert dict(grouped_by(namespace["key"])([1, 2, 3])) == {1: [1, 3], 0: [2]}
+    columns = Transform(timestamped=True).filter(namespace["keep"]).map(namespace["key"]).columns_fn()
+    assert columns([5, 6, 7], [-1, 2, 3]) == ([6, 7], [0, 1])
+    columns = Transform(timestamped=True).flat_map(namespace["flat"]).columns_fn()
+    assert columns([5], [1]) == ([5, 5], [1, 1])
