@@ -20,15 +20,12 @@ from ..processors import Transform, counting, transform_processor
 from ..processors.insert_watermarks import insert_watermarks
 from ..processors.window_aggregate import window_aggregate
 from ..window import tumbling
+from .job_functions import identity
 from .latency_probe import MAX_SAMPLES, LatencyProbeP
 
 __all__ = ["MAPS", "MAX_SAMPLES", "LatencyProbeP", "identity", "idle_cpu_pipeline", "idle_job"]
 
 MAPS = 6
-
-
-def identity(x: Any) -> Any:
-    return x
 
 
 def idle_job(source: Source, maps: int = MAPS, window_ms: int = 1000) -> DAG:

@@ -15,6 +15,7 @@ from ..core.native import mypyc_attr
 from ..processors.snapshotting import instance_key, own_values
 from ..processors.transform import TransformP
 from ..processors.transform_chain import Transform
+from .job_functions import identity
 
 #: latency samples a probe keeps (then it only counts)
 MAX_SAMPLES: Final = 1_000_000
@@ -37,8 +38,6 @@ class LatencyProbeP(TransformP):
 
     def __init__(self) -> None:
         # the job's own (interpreted) identity, as the other maps call it: this module is compiled
-        from .idle_job import identity
-
         super().__init__(Transform(timestamped=True).map(identity))
         self.samples: list[float] = []
         self.items = 0

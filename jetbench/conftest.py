@@ -1,6 +1,7 @@
 """pytest's doctest collection under the compiled engine (see `jetbench.core.compiled`).
 
-Compiled, ``jetbench.core.queues`` is loaded from ``queues.cpython-*.so`` while pytest collects
+Compiled, ``jetbench.core.queues`` (or any module of `COMPILED_MODULES`, in core, processors or
+experiments) is loaded from ``queues.cpython-*.so`` while pytest collects
 ``queues.py``; pytest refuses that mismatch unless told the module may come from elsewhere. The
 doctests it then finds in a compiled module run against the compiled code; the pure pass of
 ``scripts/test.sh`` runs them all interpreted.
