@@ -521,8 +521,10 @@ def test_strategy_control_goes_to_a_service_that_can_switch():
 
 
 def test_bench_dashboard_prints_ratio_and_sampler_cpu():
+    # enough items for the job to outlast a few of the sampler's 10 Hz ticks (200k items now run
+    # in about 25 ms, under one tick, which left the sampler's CPU at 0)
     done = subprocess.run(
-        [sys.executable, "-m", "jetbench", "bench", "dashboard", "--items", "200000", "--repeat", "1", "--json"],
+        [sys.executable, "-m", "jetbench", "bench", "dashboard", "--items", "3000000", "--repeat", "1", "--json"],
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr
