@@ -44,8 +44,14 @@ def endless():
     p.read_from(sources.generator(2000)).map(lambda x: 2 * x).write_to(sinks.collect())
     return p
 
-def jetbench_threads():
-    return sorted(t.name for t in threading.enumerate() if t.name.startswith("jetbench."))
+def jetbench_threads(within_s=5.0):
+    # a job's observers (the dashboard's sampler) end just after the job: give them a moment
+    deadline = time.monotonic() + within_s
+    while True:
+        names = sorted(t.name for t in threading.enumerate() if t.name.startswith("jetbench."))
+        if not names or time.monotonic() > deadline:
+            return names
+        time.sleep(0.02)
 """
 
 
