@@ -175,3 +175,32 @@ def test_priority_groups_with_several_edges(service):
     assert set(tags[first_c:]) == {"c"} and len(tags) == 1200
     edge_done = [e[1] for e in p.events if e[0] == "complete_edge"]
     assert sorted(edge_done[:2]) == [1, 2] and edge_done[2] == 0
+
+
+def test_a_chunk_no_target_takes_waits_uncopied():
+    """A chunk (or a partitioned part) that a full queue refuses waits as it is: copying it
+    would cost a pass over its items each time the queue is still full (a chunk is copied only
+    when a queue takes a part of it)."""
+    from jetbench.core.queues import SPSCQueue
+    from jetbench.core.routing import PartitionedCollector, RoundRobinCollector
+
+    full = SPSCQueue(capacity=3)
+    full.offer_chunk([0, 0, 0])
+    chunk = [1, 2, 3]
+    unicast = RoundRobinCollector([full])
+    assert unicast.route(chunk) == 0 and unicast.pending
+    assert unicast.push() == 0  # still full
+    full.popleft()  # the consumer takes what was there
+    full.polled += 3
+    assert unicast.push() == 3 and full.chunks[0] is chunk
+
+    queue = SPSCQueue(capacity=2)
+    queue.offer_chunk([0, 0])
+    partitioned = PartitionedCollector([queue], key_fn=lambda x: x)
+    assert partitioned.route([4, 5]) == 0
+    part = next(p for p in partitioned._rests if p)
+    assert partitioned.push() == 0
+    assert next(p for p in partitioned._rests if p) is part  # refused again, not copied
+    queue.popleft()
+    queue.polled += 2
+    assert partitioned.push() == 2 and queue.chunks[0] is part
