@@ -37,11 +37,9 @@ drop them.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import accumulate
 from operator import itemgetter
 from typing import Any, ClassVar
 
@@ -63,6 +61,28 @@ _first = itemgetter(0)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
+def _first_reaching(stamps: list[Any], threshold: Any, start: int) -> int:
+    """The first index from ``start`` whose timestamp is at or above ``threshold`` (else the length)."""
+    n = len(stamps)
+    i = start
+    while i < n:
+        if stamps[i] >= threshold:
+            return i
+        i += 1
+    return n
+
+
+def _first_above(stamps: list[Any], bound: Any, start: int) -> int:
+    """The first index from ``start`` whose timestamp is above ``bound`` (else the length)."""
+    n = len(stamps)
+    i = start
+    while i < n:
+        if stamps[i] > bound:
+            return i
+        i += 1
+    return n
+
+
 class InsertWatermarksP(Processor):
     """Timestamps items (``(ts_fn(item), item)``, or passes ``(ts, item)`` through when ``ts_fn``
     is None) and inserts limiting-lag watermarks throttled to ``throttle_frame``.
@@ -156,7 +176,7 @@ class InsertWatermarksP(Processor):
             if top < self._threshold:  # no watermark in this batch
                 emitter.emit(pairs)
                 return
-            self._split(pairs, list(accumulate(map(_first, pairs), max)))
+            self._split(pairs, list(map(_first, pairs)))
             self._flush()
             return
         if ts_fn is None:
@@ -172,28 +192,33 @@ class InsertWatermarksP(Processor):
         if top < self._threshold:  # no watermark in this batch
             emitter.emit_stamped(stamps, batch)
             return
-        self._split(Stamped(stamps, batch), list(accumulate(stamps, max)))
+        self._split(Stamped(stamps, batch), stamps)
         self._flush()
 
-    def _split(self, out: Chunk, running_max: list[Any]) -> None:
-        """Queue ``out`` with a watermark after each item that raises it."""
+    def _split(self, out: Chunk, stamps: list[Any]) -> None:
+        """Queue ``out`` (timestamps ``stamps``) with a watermark after each item that raises it.
+
+        Every timestamp seen before is below the threshold, so the first item at or above it
+        holds the running maximum there, and after a watermark the next threshold is above that
+        maximum: finding the items that raise the watermark needs no running maximum per item."""
         queue = self._queue
         lag, frame = self.allowed_lag, self.throttle_frame
         threshold = self._threshold
-        n = len(out)
+        n = len(stamps)
         start = 0
-        i = bisect_left(running_max, threshold)
+        i = _first_reaching(stamps, threshold, 0)
         while i < n:
-            wm = int((running_max[i] - lag) // frame) * frame
+            top = stamps[i]
+            wm = int((top - lag) // frame) * frame
             if self.last_watermark is None or wm > self.last_watermark:
                 queue.append(out.slice(start, i + 1) if isinstance(out, Stamped) else out[start : i + 1])
                 queue.append(Watermark(wm))
                 start = i + 1
                 self.last_watermark = wm
                 threshold = wm + frame + lag
-                i = bisect_left(running_max, threshold, start)
-            else:  # float rounding at the threshold: look further
-                i += 1
+                i = _first_reaching(stamps, threshold, start)
+            else:  # float rounding at the threshold: only a higher timestamp can move it on
+                i = _first_above(stamps, top, i + 1)
         if start < n:
             queue.append(chunk_tail(out, start) if start else out)
         self._threshold = threshold
