@@ -20,6 +20,7 @@ generator's cost; it emits them as stamped chunks (a timestamps column beside an
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any, ClassVar
@@ -140,8 +141,10 @@ def nexmark(config: NexmarkConfig | None = None, rate_limited: bool = False,
             local_parallelism: int | None = None) -> Source:
     """The events of ``config`` (default: Beam's defaults) as a timestamped pipeline source."""
     config = config or NexmarkConfig()
+    # each instance emits its events in timestamp order (one generator's timeline, or several
+    # merged by time), so the watermarks after it read a batch's last timestamp
     return Source("nexmark", nexmark_source(config, rate_limited), local_parallelism=local_parallelism,
-                  timestamped=True, streaming=False)
+                  timestamped=True, streaming=False, ordered=True)
 
 
 def from_events(pairs: Sequence[tuple[int, Any]], local_parallelism: int | None = 1, stamped: bool = True) -> Source:
@@ -152,10 +155,12 @@ def from_events(pairs: Sequence[tuple[int, Any]], local_parallelism: int | None 
     an events column, emitted as stamped chunks (`stamped_items_source`): no tuple per event on
     the way, and a vertex that reads columns (watermarks, transforms, windows, stateful maps)
     gets them as they are. Otherwise the pairs go out as they are (`items_source`)."""
+    ts = [t for t, _ in pairs]
+    # in order (checked here, once): the watermarks after the source need not scan each batch
+    ordered = all(map(operator.le, ts, islice(ts, 1, None)))
     if not stamped:
         return Source("nexmark-events", items_source(pairs), local_parallelism=local_parallelism, timestamped=True,
-                      streaming=False)
-    ts = [t for t, _ in pairs]
+                      streaming=False, ordered=ordered)
     events = [e for _, e in pairs]
     return Source("nexmark-events", stamped_items_source(ts, events), local_parallelism=local_parallelism,
-                  timestamped=True, streaming=False)
+                  timestamped=True, streaming=False, ordered=ordered)

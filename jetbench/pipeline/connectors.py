@@ -23,6 +23,8 @@ class Source:
 
     ``timestamped``: the processor emits ``(ts, item)`` tuples (event time in ms) and the
     planner adds watermarks after it. ``streaming``: unbounded; batch-only stages refuse it.
+    ``ordered``: each instance's timestamps never decrease, so the watermarks after it read a
+    batch's last timestamp instead of scanning it for the largest (`insert_watermarks`).
     """
 
     name: str
@@ -31,6 +33,7 @@ class Source:
     timestamped: bool = False
     streaming: bool = False
     allowed_lag: float = 0
+    ordered: bool = False
 
     def __repr__(self) -> str:
         return f"Source({self.name!r})"
@@ -66,7 +69,8 @@ class SourceSpec(StageSpec):
         vertex = planner.vertex(node.name, source.supplier, node.local_parallelism)
         if source.timestamped and planner.watermarks_needed:
             watermarks = planner.vertex(f"{node.name}-watermarks",
-                                        insert_watermarks(None, source.allowed_lag, planner.watermark_frame),
+                                        insert_watermarks(None, source.allowed_lag, planner.watermark_frame,
+                                                          ordered=source.ordered),
                                         node.local_parallelism)
             planner.link(vertex, watermarks, Routing.ISOLATED)
             vertex = watermarks

@@ -37,6 +37,7 @@ drop them.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,9 +107,13 @@ class InsertWatermarksP(Processor):
         allowed_lag: int | float,
         throttle_frame: int,
         idle_timeout_ms: int | float | None = 60_000,
+        ordered: bool = False,
     ):
         _check_args(ts_fn, allowed_lag, throttle_frame)
         self.ts_fn = ts_fn
+        #: the input's timestamps never decrease (a source that says so): a batch's last timestamp
+        #: is its largest, and the items that raise the watermark are found by bisection
+        self.ordered = ordered
         self.allowed_lag = allowed_lag
         self.throttle_frame = throttle_frame
         self.idle_timeout_ms = idle_timeout_ms if idle_timeout_ms and idle_timeout_ms > 0 else None
@@ -169,8 +174,8 @@ class InsertWatermarksP(Processor):
             self._last_item_at = self._monotonic()
             self._idle = False
             try:
-                top = max(map(_first, pairs))
-            except TypeError:
+                top = pairs[-1][0] if self.ordered else max(map(_first, pairs))
+            except (TypeError, IndexError, KeyError):
                 unzip_pairs(pairs)  # names the entry that is not a pair
                 raise
             if top < self._threshold:  # no watermark in this batch
@@ -186,7 +191,7 @@ class InsertWatermarksP(Processor):
             stamps = list(map(ts_fn, batch))
         if not batch:
             return
-        top = stamps[0] if len(stamps) == 1 else max(stamps)
+        top = stamps[-1] if self.ordered or len(stamps) == 1 else max(stamps)
         self._last_item_at = self._monotonic()
         self._idle = False
         if top < self._threshold:  # no watermark in this batch
@@ -206,7 +211,8 @@ class InsertWatermarksP(Processor):
         threshold = self._threshold
         n = len(stamps)
         start = 0
-        i = _first_reaching(stamps, threshold, 0)
+        ordered = self.ordered
+        i = bisect_left(stamps, threshold) if ordered else _first_reaching(stamps, threshold, 0)
         while i < n:
             top = stamps[i]
             wm = int((top - lag) // frame) * frame
@@ -216,9 +222,9 @@ class InsertWatermarksP(Processor):
                 start = i + 1
                 self.last_watermark = wm
                 threshold = wm + frame + lag
-                i = _first_reaching(stamps, threshold, start)
+                i = bisect_left(stamps, threshold, start) if ordered else _first_reaching(stamps, threshold, start)
             else:  # float rounding at the threshold: only a higher timestamp can move it on
-                i = _first_above(stamps, top, i + 1)
+                i = bisect_right(stamps, top, i + 1) if ordered else _first_above(stamps, top, i + 1)
         if start < n:
             queue.append(chunk_tail(out, start) if start else out)
         self._threshold = threshold
@@ -298,16 +304,21 @@ def insert_watermarks(
     allowed_lag: object = 0,
     throttle_frame: object = 1000,
     idle_timeout_ms: int | float | None = 60_000,
+    ordered: bool = False,
 ) -> ProcessorSupplier:
     """A vertex supplier emitting ``(ts, item)`` pairs and limiting-lag watermarks.
 
-    ``ts_fn=None``: the input already consists of ``(ts, item)`` pairs. ``allowed_lag`` (ms, a
+    ``ts_fn=None``: the input already consists of ``(ts, item)`` pairs. ``ordered``: the input's
+    timestamps never decrease (the planner says so after a source that does), so a batch's last
+    timestamp is its largest and no batch is scanned for its maximum; were they to decrease, a
+    watermark would only come later than it could, never earlier. ``allowed_lag`` (ms, a
     number >= 0) and ``throttle_frame`` (ms, an int > 0) are taken as any object and checked here,
     so that a wrong one is named (compiled, an ``int`` parameter refuses it with a bare TypeError).
     """
     _check_args(ts_fn, allowed_lag, throttle_frame)
-    return ProcessorSupplier(InsertWatermarksP, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms,
-                             label=f"insert_watermarks(lag={allowed_lag}, frame={throttle_frame})")
+    return ProcessorSupplier(InsertWatermarksP, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms, bool(ordered),
+                             label=f"insert_watermarks(lag={allowed_lag}, frame={throttle_frame}"
+                                   f"{', ordered' if ordered else ''})")
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------

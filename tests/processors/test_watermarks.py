@@ -107,6 +107,70 @@ def test_matches_per_item_reference_whatever_the_batching(stamps, lag, frame, ba
     )
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    stamps=st.lists(st.one_of(st.integers(-50, 500), st.floats(-50, 500)), max_size=40).map(sorted),
+    lag=st.one_of(st.integers(0, 30), st.floats(0, 30)),
+    frame=st.integers(1, 40),
+    batch=st.sampled_from([1, 3, 1024]),
+    capacity=st.sampled_from([1, 2, 1024]),
+)
+def test_ordered_input_matches_the_reference(stamps, lag, frame, batch, capacity):
+    """``ordered``: a batch's last timestamp is its largest, and the items that raise the
+    watermark are found by bisection; on timestamps that never decrease, the same output."""
+    items = [(ts, i) for i, ts in enumerate(stamps)]
+    p = InsertWatermarksP(None, allowed_lag=lag, throttle_frame=frame, ordered=True)
+    assert drive(p, items, batch=batch, capacity=capacity) == reference_insert(items, None, lag, frame)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    stamps=st.lists(st.integers(-50, 500), max_size=40),
+    lag=st.integers(0, 30),
+    frame=st.integers(1, 40),
+    batch=st.sampled_from([1, 3, 1024]),
+)
+def test_ordered_said_of_unordered_input_only_delays_watermarks(stamps, lag, frame, batch):
+    """A source wrongly said to be ordered: each watermark is at or below the one the reference
+    has reached by then, so no item counts as late that would not otherwise."""
+    items = [(ts, i) for i, ts in enumerate(stamps)]
+    out = drive(InsertWatermarksP(None, allowed_lag=lag, throttle_frame=frame, ordered=True), items, batch=batch)
+    assert [x for x in out if not isinstance(x, Watermark)] == items
+    expected = reference_insert(items, None, lag, frame)
+    reached, seen, by_position = None, 0, {0: None}  # the reference's watermark after each item
+    for x in expected:
+        if isinstance(x, Watermark):
+            reached = x.timestamp
+        else:
+            seen += 1
+        by_position[seen] = reached
+    seen, last = 0, None
+    for x in out:
+        if isinstance(x, Watermark):
+            assert by_position[seen] is not None and x.timestamp <= by_position[seen]
+            assert last is None or x.timestamp > last
+            last = x.timestamp
+        else:
+            seen += 1
+
+
+def test_the_planner_passes_a_source_s_order_on():
+    from jetbench import Pipeline, sinks
+    from jetbench.nexmark.source import from_events
+    from jetbench.pipeline.connectors import Source
+    from jetbench.processors.items_source import stamped_items_source
+
+    def watermarks_of(source):
+        p = Pipeline()
+        p.read_from(source).window(tumbling(10)).aggregate(summing()).write_to(sinks.collect())
+        return next(v for v in p.to_dag().vertices if v.name.endswith("-watermarks")).supplier
+
+    assert watermarks_of(from_events([(1, "a"), (5, "b"), (5, "c")])).params["ordered"] is True
+    assert not watermarks_of(from_events([(5, "a"), (1, "b")])).params["ordered"]
+    plain = Source("s", stamped_items_source([1, 2], [1, 2]), timestamped=True)
+    assert not watermarks_of(plain).params["ordered"]
+
+
 def test_throttled_to_frames_and_never_decreasing():
     p = InsertWatermarksP(None, allowed_lag=5, throttle_frame=100)
     out = drive(
