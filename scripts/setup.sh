@@ -2,7 +2,8 @@
 # Set up a development environment for jetbench on Debian/Ubuntu.
 #
 #   * system packages (apt): graphviz, a Java 17+ runtime for pyspark, chromium (browser tests),
-#     nodejs and npm (to build the notebook widgets; skipped when node 18+ and npm are on PATH)
+#     nodejs and npm (to build the notebook widgets; skipped when node 18+ and npm are on PATH),
+#     valgrind (the benchmarks that count instructions and cache misses, and their test)
 #   * a virtualenv at .venv with `pip install -e ".[dev,beam]"` (beam: the pinned Apache Beam
 #     that jetbench.beam's runner and its conformance tests need; jetbench itself does not)
 #   * the engine's hot modules compiled with mypyc, in place beside their sources (setup.py; how
@@ -29,7 +30,7 @@ PIP_STAMP="$VENV/.jetbench-pip-upgraded"
 
 # Debian packages the project needs (chromium: /usr/bin/chromium for the browser tests,
 # driven by pip's playwright). openjdk-17-jre-headless is skipped when a Java >= 17 is present.
-APT_PACKAGES=(graphviz openjdk-17-jre-headless chromium nodejs npm)
+APT_PACKAGES=(graphviz openjdk-17-jre-headless chromium nodejs npm valgrind)
 # shellcheck disable=SC2206
 APT_PACKAGES+=(${JETBENCH_EXTRA_APT_PACKAGES:-})
 
