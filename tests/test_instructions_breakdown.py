@@ -4,14 +4,9 @@ instructions per function, and the table of the functions the engine pays above 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from benchmark_scripts import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "instructions.py"
-spec = importlib.util.spec_from_file_location("instructions_script", SCRIPT)
-assert spec is not None and spec.loader is not None
-instructions = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(instructions)
+instructions = load_benchmark("instructions")
 
 ANNOTATED = """\
 --------------------------------------------------------------------------------

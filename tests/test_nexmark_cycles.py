@@ -4,19 +4,15 @@ one real run under valgrind on a few thousand events."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from benchmark_scripts import BENCHMARKS, load_benchmark
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "nexmark_cycles.py"
-spec = importlib.util.spec_from_file_location("nexmark_cycles_script", SCRIPT)
-assert spec is not None and spec.loader is not None
-cycles = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cycles)
+SCRIPT = BENCHMARKS / "nexmark_cycles.py"
+cycles = load_benchmark("nexmark_cycles")
 
 PROFILE = """\
 # callgrind format
