@@ -100,6 +100,7 @@ from .transform_chain import grouped_by
 _INF = math.inf
 _first = itemgetter(0)
 _second = itemgetter(1)
+_fourth = itemgetter(3)
 _NOTHING = object()  # "no watermark being handled"
 _STATE = "state"
 _ITEM = "item"
@@ -259,30 +260,9 @@ class FlatMapStatefulP(Processor):
         self._fire_due(limit, out)
 
     def _hand_over(self, ready: list[tuple[Any, Any, int, Any]], out: list[Any]) -> None:
-        """`_items` for sorted mode: ``ready``'s items in order, the timers before each item's
-        time fired first (timers an item sets included)."""
-        times = self._times  # the heap itself: a timer set by fn shows in it at once
-        keys, key_fn, fn, create_fn, cell = self.keys, self.key_fn, self.fn, self.create_fn, self._cell
-        get = keys.get
-        for ts, _, _, item in ready:
-            if times and times[0] < ts:
-                self._fire_due(ts, out)
-            key = key_fn(item)
-            entry = get(key)
-            cell.key = key
-            cell.time = ts
-            if entry is None:
-                cell.state, cell.timer = create_fn(), None
-                results = fn(cell, item)
-                self._store(key, None, cell)
-            else:
-                state, timer = cell.state, cell.timer = entry[0], entry[1]
-                results = fn(cell, item)
-                if cell.state is not state or cell.timer != timer or (timer is not None and entry[2] is None):
-                    self._store(key, entry, cell)
-            if results is not None:
-                for result in results:
-                    out.append((ts, result))
+        """`_items` for sorted mode: ``ready``'s ``(ts, order, seq, item)`` in order, the timers
+        before each item's time fired first (timers an item sets included)."""
+        self._items(zip(map(_first, ready), map(_fourth, ready)), out, self._times)  # noqa: B905 - as long
 
     # -- input and output -----------------------------------------------------------------------
 
@@ -314,23 +294,27 @@ class FlatMapStatefulP(Processor):
         elif stamped:
             ts_column, items = inbox.take_stamped(room)
             if self.fn_all is None:
-                out = self._items(zip(ts_column, items))  # noqa: B905 - as long (Stamped)
+                out = self._items(zip(ts_column, items), [])  # noqa: B905 - as long (Stamped)
             else:
                 # zip makes each key's (ts, item) pairs in C (a pair kept in a group is not reused)
                 out = self._call_groups(self._group_pairs(zip(ts_column, items)))  # noqa: B905 - as long
         else:
             pairs = inbox.take(room)
-            out = self._items(pairs) if self.fn_all is None else self._call_groups(self._group_pairs(pairs))
+            out = self._items(pairs, []) if self.fn_all is None else self._call_groups(self._group_pairs(pairs))
         if out:
             emitter.emit(out)
 
-    def _items(self, batch: Iterable[tuple[Any, Any]]) -> list[Any]:
-        """`_item` for a whole batch in one frame: a key whose call left its state object and
-        its timer as they were (the common case: a state changed in place) is not stored again."""
-        out: list[Any] = []
+    def _items(self, batch: Iterable[tuple[Any, Any]], out: list[Any], times: list[Any] | None = None) -> list[Any]:
+        """``fn`` on each ``(ts, item)`` of a batch in one frame, results appended to ``out``
+        (returned). With ``times`` (sorted mode: the timers' heap itself, so that a timer set by
+        ``fn`` shows in it at once) the timers before each item's time fire first. A key whose
+        call left its state object and its timer as they were (the common case: a state changed
+        in place) is not stored again."""
         keys, key_fn, fn, create_fn, cell = self.keys, self.key_fn, self.fn, self.create_fn, self._cell
         get = keys.get
         for ts, item in batch:
+            if times and times[0] < ts:
+                self._fire_due(ts, out)
             key = key_fn(item)
             entry = get(key)
             cell.key = key
