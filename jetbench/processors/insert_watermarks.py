@@ -61,7 +61,6 @@ from .supplier import ProcessorSupplier, made_by
 _first = itemgetter(0)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 def _first_reaching(stamps: list[Any], threshold: Any, start: int) -> int:
     """The first index from ``start`` whose timestamp is at or above ``threshold`` (else the length)."""
     n = len(stamps)
@@ -84,6 +83,7 @@ def _first_above(stamps: list[Any], bound: Any, start: int) -> int:
     return n
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class InsertWatermarksP(Processor):
     """Timestamps items (``(ts_fn(item), item)``, or passes ``(ts, item)`` through when ``ts_fn``
     is None) and inserts limiting-lag watermarks throttled to ``throttle_frame``.

@@ -222,3 +222,22 @@ def test_compiled_processors_keep_the_signatures_their_suppliers_read(module: st
             continue
         got = inspect.signature(cls).parameters
         assert list(got) == params, f"{module}.{name}: {list(got)} != {params}"
+
+
+@pytest.mark.parametrize("module", [m for m in COMPILED_MODULES if m.startswith("processors.")])
+def test_every_compiled_processor_class_allows_interpreted_subclasses(module: str):
+    """Each processor class of a compiled module is decorated ``allow_interpreted_subclasses``,
+    so that a user's plain-Python subclass has its overrides called even from the class's own
+    compiled methods (without it mypyc calls them through its vtable). Read from the source: a
+    helper written between the decorator and its class once moved it onto the helper."""
+    loaded = importlib.import_module(f"jetbench.{module}")
+    for node in ast.parse(source_path(PACKAGE, module).read_text()).body:
+        if isinstance(node, ast.FunctionDef):
+            assert not [d for d in node.decorator_list if "mypyc_attr" in ast.unparse(d)], (
+                f"{module}.{node.name}: mypyc_attr on a function")
+        if not isinstance(node, ast.ClassDef):
+            continue
+        cls = getattr(loaded, node.name)
+        if isinstance(cls, type) and issubclass(cls, Processor):
+            decorators = [ast.unparse(d) for d in node.decorator_list]
+            assert "mypyc_attr(allow_interpreted_subclasses=True)" in decorators, f"{module}.{node.name}: {decorators}"
