@@ -47,3 +47,33 @@ def test_with_a_base_time_ahead_events_are_due_at_their_timestamps_on_the_wall_c
     assert len(seen) == 200
     assert all(arrived >= e.date_time - 1 for arrived, e in seen)  # never before its time (1 ms of rounding)
     assert seen[0][0] >= base - 1 and seen[-1][1].date_time == base + 99
+
+
+def _instance_timestamps(config: NexmarkConfig, k: int, n: int) -> list[int]:
+    """The timestamps instance ``k`` of ``n`` of the source emits, in emission order."""
+    from jetbench.core.outbox import Outbox
+    from jetbench.core.processor import ProcessorContext
+    from jetbench.nexmark.source import NexmarkSourceP
+
+    p = NexmarkSourceP(config)
+    box = Outbox(ordinal_count=1, capacity=300)
+    p.init(box, ProcessorContext("nexmark", k, k, n, n))
+    stamps: list[int] = []
+    done = False
+    while not done:
+        done = p.complete()
+        stamps += [ts for ts, _ in box.take_bucket(0)]
+    return stamps
+
+
+def test_each_instance_emits_in_timestamp_order_so_the_source_says_ordered():
+    """The planner's watermarks read a batch's last timestamp after this source (``ordered``):
+    each instance's timestamps never decrease, on one timeline and on split ones."""
+    for generators in (1, 7):
+        config = NexmarkConfig(num_events=3000, num_event_generators=generators)
+        for n in (1, 3):
+            parts = [_instance_timestamps(config, k, n) for k in range(n)]
+            assert sum(len(p) for p in parts) == 3000
+            for stamps in parts:
+                assert stamps == sorted(stamps), (generators, n)
+    assert nexmark(NexmarkConfig(num_events=10)).ordered
