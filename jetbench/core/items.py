@@ -155,7 +155,10 @@ def chunk_len(chunk: Chunk) -> int:
 
 
 def chunk_tail(chunk: Chunk, start: int) -> Chunk:
-    """The items of ``chunk`` from ``start`` on, a chunk of the same kind (new lists)."""
+    """The items of ``chunk`` from ``start`` on, a chunk of the same kind: new lists, or
+    ``chunk`` itself from 0 (a chunk waiting whole is not copied: a copy is a pass over it)."""
+    if start == 0:
+        return chunk
     if isinstance(chunk, Stamped):
         return chunk.slice(start)
     return chunk[start:]

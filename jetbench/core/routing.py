@@ -81,8 +81,7 @@ class RoundRobinCollector(Collector):
         if n == 1:
             moved = targets[0].offer_chunk(chunk)
             if moved < chunk_len(chunk):
-                # nothing taken: the chunk itself waits (a copy would cost a pass over its items)
-                self._rest = chunk_tail(chunk, moved) if moved else chunk
+                self._rest = chunk_tail(chunk, moved)
                 self.pending = True
             return moved
         cursor = self._cursor
@@ -126,8 +125,7 @@ class PerTargetCollector(Collector):
                 k = q.offer_chunk(part)
                 moved += k
                 if k < chunk_len(part):
-                    if k:  # (when nothing was taken, the part waits as it is, uncopied)
-                        rests[i] = chunk_tail(part, k)
+                    rests[i] = chunk_tail(part, k)
                     pending = True
                 else:
                     rests[i] = []

@@ -37,7 +37,7 @@ drop them.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,17 +67,6 @@ def _first_reaching(stamps: list[Any], threshold: Any, start: int) -> int:
     i = start
     while i < n:
         if stamps[i] >= threshold:
-            return i
-        i += 1
-    return n
-
-
-def _first_above(stamps: list[Any], bound: Any, start: int) -> int:
-    """The first index from ``start`` whose timestamp is above ``bound`` (else the length)."""
-    n = len(stamps)
-    i = start
-    while i < n:
-        if stamps[i] > bound:
             return i
         i += 1
     return n
@@ -223,10 +212,10 @@ class InsertWatermarksP(Processor):
                 self.last_watermark = wm
                 threshold = wm + frame + lag
                 i = bisect_left(stamps, threshold, start) if ordered else _first_reaching(stamps, threshold, start)
-            else:  # float rounding at the threshold: only a higher timestamp can move it on
-                i = bisect_right(stamps, top, i + 1) if ordered else _first_above(stamps, top, i + 1)
+            else:  # float rounding at the threshold: look further (a watermark grows with the stamp)
+                i += 1
         if start < n:
-            queue.append(chunk_tail(out, start) if start else out)
+            queue.append(chunk_tail(out, start))
         self._threshold = threshold
 
     def next_wake_time(self) -> float | None:
