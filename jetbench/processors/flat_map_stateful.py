@@ -91,6 +91,7 @@ from ..core.items import BroadcastKey, Watermark
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 from .builder_kind import Kind, Param, Reader
+from .due_keys import DueKeys
 from .emitter import Emitter
 from .planning import EventKey, Output, Planner, PlanNode, StageSpec
 from .snapshotting import EntrySaver
@@ -152,13 +153,11 @@ class FlatMapStatefulP(Processor):
         #: first seen; a one-expression ``key_fn`` is written into the loop (`grouped_by`)
         self._group_pairs = grouped_by(key_fn, pairs=True)
         self._group_items = grouped_by(key_fn)
-        #: key -> [state, timer or None, the time the key is filed under in ``_due`` or None]
+        #: key -> [state, timer or None, the time the key is filed under in ``_timers`` or None]
         self.keys: dict[Hashable, list[Any]] = {}
-        #: timers: a heap of distinct times (plain numbers: cheap to compare) and, per time, the
-        #: keys filed under it in order of filing; a filing is stale when the key's entry says it
+        #: timers: keys filed under their times; a filing is stale when the key's entry says it
         #: is filed under another time (or none), and a timer moved later stays filed where it was
-        self._times: list[Any] = []
-        self._due: dict[Any, list[Hashable]] = {}
+        self._timers = DueKeys()
         self._held: list[tuple[Any, Any, int, Any]] = []  # sorted mode: (ts, order, seq, item) not yet handed over
         self._seq = 0
         self._cell = Keyed()
@@ -194,31 +193,23 @@ class FlatMapStatefulP(Processor):
                 filed = entry[2]
                 if filed is None or timer < filed:
                     entry[2] = timer
-                    self._file(timer, key)
+                    self._timers.file(timer, key)
             # else: a timer cancelled or moved later stays filed where it was, and is dropped or
             # filed again at its new time when that time comes up (`_fire_due`): one filing per
             # firing, not one per move
 
-    def _file(self, time: Any, key: Hashable) -> None:
-        keys = self._due.get(time)
-        if keys is None:
-            self._due[time] = [key]
-            heapq.heappush(self._times, time)
-        else:
-            keys.append(key)
-
     def _fire_due(self, limit: float, out: list[Any], inclusive: bool = False) -> None:
         """Fire, in order of time, every live timer before ``limit`` (at it too when
         ``inclusive``), timers set meanwhile included; stale filings are dropped."""
-        times, due, keys, cell, on_timer = self._times, self._due, self.keys, self._cell, self.on_timer
+        timers, keys, cell, on_timer = self._timers, self.keys, self._cell, self.on_timer
+        times, due = timers.times, timers.due
         get = keys.get
         wm_out, arm = self._wm_out, not self._completing
         while times:
             t = times[0]
             if not (t < limit or (inclusive and t == limit)):
                 return
-            heapq.heappop(times)
-            for key in due.pop(t):
+            for key in due.pop(heapq.heappop(times)):  # the earliest time's keys (see `DueKeys`)
                 entry = get(key)
                 if entry is None or entry[2] != t:
                     continue  # stale: the key's timer moved earlier, or the key is gone
@@ -226,7 +217,7 @@ class FlatMapStatefulP(Processor):
                 if timer != t:  # cancelled, or moved later since it was filed: file it there
                     entry[2] = timer
                     if timer is not None:
-                        self._file(timer, key)
+                        timers.file(timer, key)
                     continue
                 if on_timer is None:  # an expiry: the key's state goes with its timer
                     del keys[key]
@@ -262,7 +253,7 @@ class FlatMapStatefulP(Processor):
     def _hand_over(self, ready: list[tuple[Any, Any, int, Any]], out: list[Any]) -> None:
         """`_items` for sorted mode: ``ready``'s ``(ts, order, seq, item)`` in order, the timers
         before each item's time fired first (timers an item sets included)."""
-        self._items(zip(map(_first, ready), map(_fourth, ready)), out, self._times)  # noqa: B905 - as long
+        self._items(zip(map(_first, ready), map(_fourth, ready)), out, self._timers.times)  # noqa: B905 - as long
 
     # -- input and output -----------------------------------------------------------------------
 
@@ -339,7 +330,7 @@ class FlatMapStatefulP(Processor):
         timestamp, ``k.time`` and each result's)."""
         out: list[Any] = []
         keys, cell, create_fn = self.keys, self._cell, self.create_fn
-        get, due, times = keys.get, self._due, self._times
+        get, due, times = keys.get, self._timers.due, self._timers.times
         fn_all: Any = self.fn_all if time is None else self.fn_items
         assert fn_all is not None  # process() takes this path only with one of them
         cell.time = time
@@ -355,7 +346,7 @@ class FlatMapStatefulP(Processor):
                 timer = cell.timer
                 if timer is not None:
                     keys[key] = [cell.state, timer, timer]
-                    filed = due.get(timer)
+                    filed = due.get(timer)  # `DueKeys.file` inline: a new key's timer, the common case here
                     if filed is None:
                         due[timer] = [key]
                         heapq.heappush(times, timer)
@@ -450,7 +441,7 @@ class FlatMapStatefulP(Processor):
             timer = entry[1]
             if timer is not None and entry[2] is None:
                 entry[2] = timer
-                self._file(timer, key)
+                self._timers.file(timer, key)
         return True
 
 

@@ -63,6 +63,7 @@ from .builder_kind import (
     read_operation,
     value_fn,
 )
+from .due_keys import DueKeys
 from .emitter import Emitter
 from .planning import EventKey, Output, Planner, PlanNode, StageSpec
 from .snapshotting import EntrySaver, instance_key, own_values
@@ -489,10 +490,12 @@ class SessionWindowP(Processor):
         #: key -> its last session (``sessions[key][-1]``, the same list): the in-order path
         #: reads it with one lookup and no hop through the key's list of sessions
         self._last: dict[Hashable, list[Any]] = {}
-        # (end, seq, key): at least one entry per key, with end <= its earliest session's end
-        self._deadlines: list[tuple[Any, int, Hashable]] = []
-        self._seq = 0
+        #: each key filed under a time at or before its earliest session's end (at least once)
+        self._deadlines = DueKeys()
         self._last_wm: float = -_INF
+        #: at or after every timestamp taken so far (so after every session's events): a batch
+        #: in order from here on takes the in-order loop (`_in_order`)
+        self._latest: Any = -_INF
         self.late_events_dropped = 0
         self.accepts_stamped = True  # a stamped chunk is read as its columns (and pairs as pairs)
         self._saver = EntrySaver()
@@ -506,8 +509,9 @@ class SessionWindowP(Processor):
     # -- snapshots ------------------------------------------------------------------------------
 
     def _state(self) -> Iterator[tuple[Any, Any]]:
-        yield instance_key("SessionWindowP", self.context), (self._last_wm, self.late_events_dropped, self._seq,
-                                                             self._deadlines)
+        deadlines = self._deadlines
+        yield instance_key("SessionWindowP", self.context), (self._last_wm, self.late_events_dropped,
+                                                             deadlines.times, deadlines.due)
         yield from self.sessions.items()
 
     def save_to_snapshot(self) -> bool:
@@ -545,16 +549,17 @@ class SessionWindowP(Processor):
     def finish_snapshot_restore(self) -> bool:
         mine, every = self._restored
         self._restored = [[], []]
-        if mine and len(mine) == 1:  # this very instance: its heap, so ties close in the same order
-            self._last_wm, self.late_events_dropped, self._seq, self._deadlines = mine[0]
+        if mine and len(mine) == 1:  # this very instance: its deadlines, so ties close in the same order
+            self._last_wm, self.late_events_dropped, self._deadlines.times, self._deadlines.due = mine[0]
         elif mine or every:
             self._last_wm = min(v[0] for v in (mine or every))
             self.late_events_dropped = sum(v[1] for v in mine)
-            self._seq = max(v[2] for v in (mine or every))
-        covered = {entry[2] for entry in self._deadlines}
+        covered = set(self._deadlines.keys())
+        # a session's end is after each of its events' timestamps
+        self._latest = max((ss[-1][1] for ss in self.sessions.values()), default=-_INF)
         for key, ss in self.sessions.items():
             if key not in covered or key in self._merged:
-                self._deadline(ss[0][1], key)
+                self._deadlines.file(ss[0][1], key)
         self._merged = set()
         return True
 
@@ -565,14 +570,39 @@ class SessionWindowP(Processor):
             # columns: (ts, key, item) per event made in C, the keys by map over the items column
             # (a C-level key function, such as an attribute getter, then costs no call per event)
             stamps, items = inbox.take_stamped()
+            if not stamps:
+                return
             key_fn = self.key_fn
             keys: Iterable[Any] = repeat(None) if key_fn is None else map(key_fn, items)
             if adds_one(self.op):  # counting looks at no item: (ts, key) pairs are enough
-                self._count_keyed(zip(stamps, keys))  # noqa: B905 - as long (Stamped)
+                if self._in_order(stamps):
+                    self._count_in_order(zip(stamps, keys))  # noqa: B905 - as long (Stamped)
+                else:
+                    self._count_keyed(zip(stamps, keys))  # noqa: B905 - as long (Stamped)
             else:
+                self._note_latest(max(stamps))
                 self._add_keyed(zip(stamps, keys, items))  # noqa: B905 - as long (Stamped)
         else:
-            self._add_pairs(inbox.take())
+            pairs = inbox.take()
+            if pairs:
+                self._note_latest(max(map(_first, pairs)))
+                self._add_pairs(pairs)
+
+    def _note_latest(self, top: Any) -> None:
+        if top > self._latest:
+            self._latest = top
+
+    def _in_order(self, stamps: list[Any]) -> bool:
+        """Whether a batch's timestamps never decrease, from at or after every timestamp taken
+        before and with none late (noting its latest timestamp either way). Each event of such a
+        batch is at or after every event of its key's sessions: it joins the key's last session
+        or opens one after it, and its end is the session's new end."""
+        first, top = stamps[0], stamps[-1]
+        if first >= self._latest and first + self.gap > self._last_wm and sorted(stamps) == stamps:
+            self._latest = top
+            return True
+        self._note_latest(max(stamps))
+        return False
 
     # The loops below are one loop over the input forms, kept apart because either form costs
     # more through the other's (measured on Q11: pairs made into triples by map, or columns
@@ -646,6 +676,24 @@ class SessionWindowP(Processor):
         if late:
             self.late_events_dropped += late
 
+    def _count_in_order(self, events: Iterable[tuple[Any, Hashable]]) -> None:
+        """`_count_keyed` for a batch `_in_order` found in order: no late check, no start
+        check, no compare of ends."""
+        lasts = self._last
+        gap = self.gap
+        for ts, key in events:
+            try:
+                last = lasts[key]
+            except KeyError:
+                self._first_session(key, ts, ts + gap, None)
+                continue
+            if ts <= last[1]:
+                last[1] = ts + gap
+                last[2] += 1
+            else:  # after the last session: a new one (the key's deadline entry covers it)
+                lasts[key] = last = [ts, ts + gap, self.op.accumulate(self.op.create(), None)]
+                self.sessions[key].append(last)
+
     def _add_pairs(self, pairs: list[tuple[Any, Any]]) -> None:
         """`_add_keyed` over ``(ts, item)`` pairs, the key of each item made in the loop."""
         tail = self._last.get
@@ -687,11 +735,7 @@ class SessionWindowP(Processor):
         op = self.op
         self._last[key] = last = [ts, end, op.accumulate(op.create(), item)]
         self.sessions[key] = [last]
-        self._deadline(end, key)
-
-    def _deadline(self, end: Any, key: Hashable) -> None:
-        self._seq += 1
-        heapq.heappush(self._deadlines, (end, self._seq, key))
+        self._deadlines.file(end, key)
 
     def _insert(self, key: Hashable, ts: Any, end: Any, item: Any) -> None:
         """Out-of-order event: merge with every session it overlaps or touches."""
@@ -708,7 +752,7 @@ class SessionWindowP(Processor):
         if lo == hi:
             ss.insert(lo, [ts, end, op.accumulate(op.create(), item)])
             if lo == 0:  # the new earliest session: it ends before the key's deadline entry
-                self._deadline(end, key)
+                self._deadlines.file(end, key)
             return
         merged = ss[lo]
         acc = merged[2]
@@ -742,26 +786,27 @@ class SessionWindowP(Processor):
         finish = self.op.finish_fn
         closed: list[tuple[Any, Hashable, list[Any]]] = []
         seen: set[Hashable] = set()
-        while deadlines and deadlines[0][0] <= wm:
-            key = heapq.heappop(deadlines)[2]
-            if key in seen:
-                continue
-            seen.add(key)
-            ss = sessions.get(key)
-            if ss is None:
-                continue
-            n = 0
-            for s in ss:
-                if s[1] > wm:
-                    break
-                closed.append((s[1], key, s))
-                n += 1
-            if n == len(ss):
-                del sessions[key]
-                del self._last[key]
-            else:
-                del ss[:n]
-                self._deadline(ss[0][1], key)
+        times, due = deadlines.times, deadlines.due
+        while times and times[0] <= wm:
+            for key in due.pop(heapq.heappop(times)):  # the earliest time's keys (see `DueKeys`)
+                if key in seen:
+                    continue
+                seen.add(key)
+                ss = sessions.get(key)
+                if ss is None:
+                    continue
+                n = 0
+                for s in ss:
+                    if s[1] > wm:
+                        break
+                    closed.append((s[1], key, s))
+                    n += 1
+                if n == len(ss):
+                    del sessions[key]
+                    del self._last[key]
+                else:
+                    del ss[:n]
+                    deadlines.file(ss[0][1], key)
         if closed:
             closed.sort(key=_first)  # stable: ties keep the order they were collected in
             self._emitter.emit([(e, _new(WindowResult, (s[0], e, k, finish(s[2])))) for e, k, s in closed])

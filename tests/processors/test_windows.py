@@ -465,3 +465,58 @@ def test_session_reads_columns_as_it_reads_pairs(steps, gap, op_name, keyed, dri
     assert_matches(out, steps, expected)
     assert out == drive(pairs, steps, *drive_args)
     assert columns.late_events_dropped == pairs.late_events_dropped == late
+
+
+@st.composite
+def ordered_runs(draw):
+    """Events mostly in order (timestamps that never decrease, keys mixed), now and then one
+    from the past (on time or late), increasing watermarks between: what an ordered source gives
+    a session window, and the batches that break its in-order loop's conditions."""
+    steps: list = []
+    ts, wm = draw(st.integers(-20, 20)), -(10**9)
+    for _ in range(draw(st.integers(0, 60))):
+        kind = draw(st.integers(0, 9))
+        if kind == 0:
+            new = ts - draw(st.integers(0, 30))
+            if new > wm:
+                wm = new
+                steps.append(Watermark(wm))
+        elif kind == 1:  # a straggler
+            steps.append((ts - draw(st.integers(1, 80)), (draw(st.integers(0, 3)), draw(st.integers(0, 9)))))
+        else:
+            ts += draw(st.integers(0, 15))
+            steps.append((ts, (draw(st.integers(0, 3)), draw(st.integers(0, 9)))))
+    return steps
+
+
+@_SETTINGS
+@given(steps=ordered_runs(), gap=st.integers(1, 30), keyed=st.booleans(), drive_args=_DRIVE)
+def test_session_counting_in_order_matches_the_reference(steps, gap, keyed, drive_args):
+    """Counting over columns in order takes the in-order loop (`_count_in_order`), stragglers
+    and late events the general one: the reference's results, the same as over pairs."""
+    key_fn = key0 if keyed else None
+    columns, pairs = SessionWindowP(key_fn, counting(), gap), SessionWindowP(key_fn, counting(), gap)
+    out = drive(columns, steps, *drive_args, stamped=True)
+    expected, late = reference_session(steps, key_fn, counting(), gap)
+    assert_matches(out, steps, expected)
+    assert out == drive(pairs, steps, *drive_args)
+    assert columns.late_events_dropped == pairs.late_events_dropped == late
+
+
+@pytest.mark.parametrize(("batch", "in_order"), [
+    ([(20, "a"), (20, "b"), (25, "a")], True),  # in order, from at or after every earlier event
+    ([(25, "a"), (20, "b")], False),  # not in order
+    ([(19, "b"), (30, "a")], False),  # in order, but before the earlier batch's last event
+    ([(0, "b"), (30, "a")], False),  # in order, but (0, "b") is late
+])
+def test_the_in_order_loop_takes_only_batches_in_order_after_all_before(batch, in_order):
+    p = SessionWindowP(key0, counting(), 10)
+    taken = []
+    loop = p._count_in_order
+    p._count_in_order = lambda events: taken.append(True) or loop(events)
+    before = [(5, "a"), (20, "a"), Watermark(12)]
+    first = drive(p, before, stamped=True, complete=False)
+    assert taken == [True]
+    out = drive(p, batch, stamped=True)
+    assert taken == ([True, True] if in_order else [True])
+    assert first + out == drive(SessionWindowP(key0, counting(), 10), [*before, *batch], batch=1)
