@@ -43,7 +43,8 @@ def _demo_job(args: argparse.Namespace) -> tuple[Any, str]:
 def _demo(args: argparse.Namespace) -> int:
     from .core import ExecutionService
 
-    print(f"jetbench demo: the word count of Jet's DAG documentation over {args.lines:,} lines, {args.threads} cooperative thread(s)")
+    print(f"jetbench demo: Jet's word-count job (\"The Word Count Task\" of its DAG documentation) over {args.lines:,} "
+          f"lines of made-up words, Zipf-distributed, {args.threads} cooperative thread(s)")
     dag, where = _demo_job(args)
     print(f"corpus {where}")
     service = ExecutionService(cooperative_threads=args.threads)
@@ -171,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version and which build of the engine is loaded")
 
-    demo = sub.add_parser("demo", help="run the word count of Jet's DAG documentation and print top words and metrics")
+    demo = sub.add_parser("demo", help="run Jet's word-count job over a made-up corpus and print top words and metrics")
     demo.add_argument("--lines", type=int, default=200_000, help="corpus lines to generate (default 200000)")
     demo.add_argument("--threads", type=int, default=1, help="cooperative threads (default 1)")
     demo.add_argument("--top", type=int, default=10, help="how many top words to print")
