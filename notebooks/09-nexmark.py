@@ -375,7 +375,7 @@ assert [r.query for r in runs if r.results != r.beam_smoke_count] == [3]
 # reference loop on the same events: what `jetbench bench nexmark` measures, through the same
 # function (`jetbench.bench.nexmark.measure_query`: the two sides interleaved, the collector
 # off while timed, the median of `THROUGHPUT_REPEATS` runs, the results compared by digest).
-# Events/s by wall clock, and the loop's CPU time over the engine's (1.0: level; the issue's
+# Events/s by wall clock, and the loop's CPU time over the engine's (1.0: level; the project's
 # target for the engine is at least 0.8). One short run on a shared machine moves by ±0.15:
 # `benchmarks/README.md` has the careful figures, at 1M events.
 
