@@ -579,13 +579,13 @@ class SessionWindowP(Processor):
                     self._count_in_order(zip(stamps, keys))  # noqa: B905 - as long (Stamped)
                 else:
                     self._count_keyed(zip(stamps, keys))  # noqa: B905 - as long (Stamped)
-            else:
-                self._note_latest(max(stamps))
+            else:  # (no in-order loop for other operations: `_latest` is not kept for them)
                 self._add_keyed(zip(stamps, keys, items))  # noqa: B905 - as long (Stamped)
         else:
             pairs = inbox.take()
             if pairs:
-                self._note_latest(max(map(_first, pairs)))
+                if adds_one(self.op):  # counting: a later stamped batch may take the in-order loop
+                    self._note_latest(max(map(_first, pairs)))
                 self._add_pairs(pairs)
 
     def _note_latest(self, top: Any) -> None:
