@@ -4,6 +4,7 @@ engine's worker loop and on the plain-Python loop of the same query, over the sa
     .venv/bin/python benchmarks/nexmark_cycles.py --queries 3 9 11
     .venv/bin/python benchmarks/nexmark_cycles.py --queries 3 --baseline /tmp/base   # A/B
     .venv/bin/python benchmarks/nexmark_cycles.py --queries 3 --functions 15        # where
+    .venv/bin/python benchmarks/nexmark_cycles.py --queries 9 --generators 100      # split timelines
 
 Instructions alone (`benchmarks/instructions.py`) missed why Q3 ran at 0.6-0.7 of the loop by
 CPU time while it executed 0.94 of its instructions: the engine touched each event's memory
@@ -41,7 +42,7 @@ LOOP_ENTRY = "_operator_call"
 WEIGHTS = {"L1": 10, "LL": 100, "B": 10}
 
 
-def run_side(query: int, side: str, events: int) -> None:
+def run_side(query: int, side: str, events: int, generators: int = 1) -> None:
     """One side (``engine`` or ``loop``) of ``query`` in this process: what callgrind counts."""
     import gc
     import operator
@@ -52,7 +53,7 @@ def run_side(query: int, side: str, events: int) -> None:
     from jetbench.nexmark.reference import REFERENCE
     from jetbench.nexmark.suite import generate_timed
 
-    config = NexmarkConfig(num_events=events, num_event_generators=1)
+    config = NexmarkConfig(num_events=events, num_event_generators=generators)
     pairs, _ = generate_timed(config)
     in_memory = [e for _, e in pairs]
     job = engine_job(query, pairs, config)
@@ -66,14 +67,14 @@ def run_side(query: int, side: str, events: int) -> None:
         thread.join()
 
 
-def profile(checkout: Path, query: int, side: str, events: int, out: Path) -> dict[str, int]:
+def profile(checkout: Path, query: int, side: str, events: int, out: Path, generators: int = 1) -> dict[str, int]:
     """Callgrind's event totals of one side of ``query`` with ``checkout``'s jetbench (compiled:
     the engine side is counted from the compiled worker loop's entry)."""
     entry = LOOP_ENTRY if side == "loop" else ENGINE_ENTRY
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--cache-sim=yes", "--branch-sim=yes",
             "--collect-atstart=no", f"--toggle-collect={entry}", f"--callgrind-out-file={out}",
-            sys.executable, __file__, "--run", str(query), side, str(events)]
+            sys.executable, __file__, "--run", str(query), side, str(events), str(generators)]
     done = subprocess.run(argv, env=env, cwd=checkout, capture_output=True, text=True)
     if done.returncode != 0 or not out.exists():
         raise SystemExit(f"callgrind failed on Q{query} {side}:\n{done.stderr[-2000:]}")
@@ -132,13 +133,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, nargs="+", default=[3, 9, 11])
     parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--generators", type=int, default=1,
+                        help="Beam's generators, each on its own timeline (default 1, as `jetbench bench nexmark`)")
     parser.add_argument("--baseline", type=Path, help="another checkout to count too (the engine side)")
     parser.add_argument("--functions", type=int, default=0, metavar="N",
                         help="also list the N functions with the most estimated cycles of the engine side")
-    parser.add_argument("--run", nargs=3, metavar=("QUERY", "SIDE", "EVENTS"), help=argparse.SUPPRESS)
+    parser.add_argument("--run", nargs=4, metavar=("QUERY", "SIDE", "EVENTS", "GENERATORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
-        run_side(int(args.run[0]), args.run[1], int(args.run[2]))
+        run_side(int(args.run[0]), args.run[1], int(args.run[2]), int(args.run[3]))
         return
     for checkout in [HERE] + ([args.baseline.resolve()] if args.baseline else []):
         done = subprocess.run([sys.executable, "-c", "from jetbench.core.compiled import build_info; "
@@ -155,7 +158,7 @@ def main() -> None:
             est: dict[str, float] = {}
             for label, checkout in sides:
                 out = Path(tmp, f"q{q}-{label}.callgrind")
-                t = profile(checkout, q, "loop" if label == "loop" else "engine", args.events, out)
+                t = profile(checkout, q, "loop" if label == "loop" else "engine", args.events, out, args.generators)
                 est[label] = estimated_cycles(t)
                 l1 = t["I1mr"] + t["D1mr"] + t["D1mw"]
                 ll = t["ILmr"] + t["DLmr"] + t["DLmw"]

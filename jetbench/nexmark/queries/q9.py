@@ -71,10 +71,16 @@ class WinningBid:
             if auction is not None:
                 return None  # the same auction again: the first one stays
             state[0] = auction = event
-            best = None
+            # the bids that came before it, `better` written out as in `items`: a bid can only
+            # win at or above `floor` (the reserve, then the best price so far), and most fail
+            # on their price alone (on Beam's 100 split timelines a third of all bids wait here)
+            best, floor, expires = None, auction.reserve, auction.expires
             for bid in state[2]:
-                if bid.date_time < auction.expires and bid.price >= auction.reserve and better(bid, best):
-                    best = bid
+                price = bid.price
+                if price >= floor and bid.date_time < expires and (
+                        best is None or price > floor
+                        or (bid.date_time, bid.bidder) < (best.date_time, best.bidder)):
+                    best, floor = bid, price
             state[1], state[2] = best, []
             k.timer = auction.expires - 1
         elif auction is None:  # a bid before its auction: keep it until the auction comes
