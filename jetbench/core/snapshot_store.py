@@ -14,8 +14,9 @@ Schema::
     chunk(owner, slot, snapshot_id, vertex, instance, seq, data BLOB)        -- the state
     verification(owner, slot, snapshot_id, created, chunks, bytes, digest, manifest)  -- last
 
-``manifest`` is JSON: per vertex, its parallelism, the instances that had finished, and the
-bytes saved.
+``manifest`` is JSON: the snapshot format (`SNAPSHOT_FORMAT`) and, per vertex, its
+parallelism, the instances that had finished, and the bytes saved. A snapshot of another format
+is refused with `SnapshotFormatError` (its processors' entries would be misread), never used.
 
 >>> import tempfile, os
 >>> store = SnapshotStore(os.path.join(tempfile.mkdtemp(), "s.sqlite"))
@@ -45,10 +46,18 @@ from typing import Any
 from .errors import JetbenchError
 from .items import BroadcastKey
 
-__all__ = ["BroadcastKey", "SnapshotData", "SnapshotStore", "SnapshotWarning", "VertexState", "default_store_path"]
+__all__ = ["SNAPSHOT_FORMAT", "BroadcastKey", "SnapshotData", "SnapshotFormatError", "SnapshotStore",
+           "SnapshotWarning", "VertexState", "default_store_path"]
 
 #: entries per chunk row: a large state is written as several rows
 CHUNK_ENTRIES = 10_000
+
+#: The shape of what processors save, as a number written with each snapshot: raise it whenever
+#: a processor's saved entries change shape, so that a store kept across an upgrade (the default
+#: one lives in the user's cache) is refused rather than misread. 1: the manifests without a
+#: format (before 2026-11-26), when the session window saved its deadlines as a heap of
+#: ``(end, seq, key)``; 2: the session window saves ``(last_wm, late, times, due)``.
+SNAPSHOT_FORMAT = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunk (
@@ -64,6 +73,11 @@ CREATE TABLE IF NOT EXISTS verification (
 
 class SnapshotWarning(UserWarning):
     """A snapshot in the store was torn or half-written and is ignored; an older one is used."""
+
+
+class SnapshotFormatError(JetbenchError):
+    """A snapshot was written in another snapshot format (`SNAPSHOT_FORMAT`) than this jetbench
+    reads: another version's processors saved it."""
 
 
 @dataclass
@@ -230,7 +244,7 @@ class SnapshotStore:
                                [(owner, slot, data.snapshot_id, v, i, s, b) for v, i, s, b in rows])
                 db.execute("INSERT INTO verification VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                            (owner, slot, data.snapshot_id, time.time(), len(rows), total, digest.hexdigest(),
-                            json.dumps(manifest)))
+                            json.dumps({"format": SNAPSHOT_FORMAT, "vertices": manifest})))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -269,7 +283,7 @@ class SnapshotStore:
 
         A newer snapshot that is torn (chunks missing or damaged) or half-written (chunks without
         a verification record) is skipped with a `SnapshotWarning`. An unreadable file raises
-        `JetbenchError`.
+        `JetbenchError`; a snapshot of another format (`SNAPSHOT_FORMAT`) `SnapshotFormatError`.
         """
         with self._connect() as db:
             checks = db.execute(
@@ -308,7 +322,19 @@ class SnapshotStore:
                           f"an older snapshot is used if there is one", SnapshotWarning, stacklevel=4)
             return None
         try:
-            manifest = json.loads(manifest_text)
+            written = json.loads(manifest_text)
+        except ValueError as exc:
+            raise JetbenchError(f"snapshot store {self.path!r}: snapshot {sid} of {owner!r} cannot be read: its "
+                                f"manifest is not JSON: {exc}") from exc
+        form, manifest = _format_and_vertices(written)
+        if form != SNAPSHOT_FORMAT:
+            raise SnapshotFormatError(
+                f"snapshot store {self.path!r}: snapshot {sid} of {owner!r} is in snapshot format {form}, written by "
+                f"{'an older' if form < SNAPSHOT_FORMAT else 'a newer'} jetbench; this one reads format "
+                f"{SNAPSHOT_FORMAT} (a processor's saved state changed shape) and will not misread it. Run the job "
+                f"without resume or initial_snapshot, or forget the snapshot: SnapshotStore({self.path!r})"
+                f".delete({owner!r})")
+        try:
             vertices = {name: VertexState(int(m["parallelism"]), [[] for _ in range(int(m["parallelism"]))],
                                           {int(i) for i in m["done"]})
                         for name, m in manifest.items()}
@@ -318,3 +344,11 @@ class SnapshotStore:
             raise JetbenchError(f"snapshot store {self.path!r}: snapshot {sid} of {owner!r} cannot be read: "
                                 f"{type(exc).__name__}: {exc}") from exc
         return SnapshotData(sid, vertices, {name: int(m["bytes"]) for name, m in manifest.items()})
+
+
+def _format_and_vertices(manifest: Any) -> tuple[int, dict[str, Any]]:
+    """A manifest's snapshot format and its vertices: ``{"format": n, "vertices": {...}}``, or
+    before formats were written (format 1) the vertices alone."""
+    if isinstance(manifest, dict) and type(manifest.get("format")) is int and isinstance(manifest.get("vertices"), dict):
+        return manifest["format"], manifest["vertices"]
+    return 1, manifest

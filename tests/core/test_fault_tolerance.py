@@ -3,6 +3,7 @@ process killed with SIGKILL. Real threads, real SQLite files, a real subprocess.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -25,7 +26,14 @@ from jetbench.core.job_config import JobConfig
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import Processor, ProcessorContext
 from jetbench.core.snapshot import FaultTolerantJob
-from jetbench.core.snapshot_store import SnapshotData, SnapshotStore, SnapshotWarning, VertexState
+from jetbench.core.snapshot_store import (
+    SNAPSHOT_FORMAT,
+    SnapshotData,
+    SnapshotFormatError,
+    SnapshotStore,
+    SnapshotWarning,
+    VertexState,
+)
 from jetbench.core.tasklet import TaskletState
 from jetbench.processors import (
     accumulate_by_key,
@@ -426,6 +434,45 @@ def test_a_torn_snapshot_falls_back_to_the_last_good_one_with_a_warning(tmp_path
     with pytest.warns(SnapshotWarning, match="snapshot 2 .* torn"):
         loaded = store.load("job/x")
     assert loaded is not None and loaded.snapshot_id == 1
+
+
+def _rewrite_manifests(store, rewrite):
+    with sqlite3.connect(store.path) as db:
+        for owner, slot, text in db.execute("SELECT owner, slot, manifest FROM verification").fetchall():
+            db.execute("UPDATE verification SET manifest = ? WHERE owner = ? AND slot = ?",
+                       (json.dumps(rewrite(json.loads(text))), owner, slot))
+
+
+def test_a_snapshot_of_another_format_is_refused_by_name_never_misread(tmp_path):
+    store = SnapshotStore(tmp_path / "s.sqlite")
+    store.write("job/x", _data(1, 1))
+    with sqlite3.connect(store.path) as db:
+        (text,) = db.execute("SELECT manifest FROM verification").fetchone()
+    assert json.loads(text)["format"] == SNAPSHOT_FORMAT  # written with each snapshot
+    # an older jetbench wrote the vertices alone (format 1), a newer one a higher number
+    for rewrite, word in ((lambda m: m["vertices"], "older"),
+                          (lambda m: {**m, "format": SNAPSHOT_FORMAT + 1}, "newer")):
+        store.write("job/x", _data(1, 1))
+        store.write("job/x", _data(2, 2))  # both slots: an older slot of this format is not used either
+        _rewrite_manifests(store, rewrite)
+        with pytest.raises(SnapshotFormatError, match=rf"snapshot 2 of 'job/x' is in snapshot format \d+, written "
+                                                       rf"by an? {word} jetbench.*\.delete\('job/x'\)"):
+            store.load("job/x")
+    store.delete("job/x")
+    store.write("job/x", _data(3, 3))
+    assert store.load("job/x").snapshot_id == 3  # forgotten as the error says, the owner works again
+
+
+def test_resuming_a_job_from_a_snapshot_of_another_format_fails_at_submit(tmp_path):
+    store = SnapshotStore(tmp_path / "s.sqlite")
+    store.write("job/nightly", _data(4, 4))
+    _rewrite_manifests(store, lambda m: m["vertices"])
+    config = JobConfig("exactly_once", snapshot_store=store, resume=True)
+    with pytest.raises(SnapshotFormatError, match="format 1, written by an older jetbench"):
+        ExecutionService().submit(_keyed_count_dag(None), name="nightly", config=config)
+    config = JobConfig("exactly_once", snapshot_store=store, initial_snapshot="job/nightly")
+    with pytest.raises(SnapshotFormatError, match="without resume or initial_snapshot"):
+        ExecutionService().submit(_keyed_count_dag(None), name="other", config=config)
 
 
 def test_a_truncated_store_file_is_a_clear_error(tmp_path):
