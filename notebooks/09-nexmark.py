@@ -415,8 +415,12 @@ plt.show()
 # On Beam's default of 100 split timelines (`GENERATORS`) the picture changes for the queries
 # that keep auctions open: Q4, Q6 and Q9 then run at about 0.4 of the loop at this size, the
 # engine three times slower than on one timeline while the loop slows by a third. Change
-# `num_event_generators=1` above to `GENERATORS` to see it; why the engine slows so much there is
-# not worked out yet.
+# `num_event_generators=1` above to `GENERATORS` to see it. There a third of the bids come before
+# their auction, and a batch of about a thousand events touches some 500 auctions instead of
+# about 120. The engine keeps each early bid in its auction's state, keeps a timer per auction
+# and closes each auction as the watermark passes it. The loop reads every auction before it
+# looks at any bid, so for the loop an early bid is just another bid, and it never closes an
+# auction. `benchmarks/README.md` ("Q9 on 100 split timelines") has the measurements.
 #
 # For scale: Flink's published Nexmark SQL figures come to roughly 12,000–175,000 events/s
 # per core depending on the query (Q7 and Q5 the slowest, the filters the fastest), and Beam's
