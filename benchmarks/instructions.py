@@ -81,22 +81,37 @@ def per_item(checkout: Path, name: str, corpus_file: Path) -> float:
     return (count(checkout, name, n2, corpus_file) - count(checkout, name, n1, corpus_file)) / (n2 - n1)
 
 
-#: a function's line in ``callgrind_annotate --inclusive=no``: count, share, ``file:function [object]``
-_FUNCTION_LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*?)(?: \[[^\]]*\])?$")
+#: a count in ``callgrind_annotate``'s columns: digits with commas, or "." for none
+_COUNT = re.compile(r"[\d,]+|\.")
+
+
+def function_events(annotated: str) -> dict[str, dict[str, int]]:
+    """Each function's counts of every event in ``callgrind_annotate --inclusive=no`` output (the
+    events its ``... file:function`` header names): keyed by source file name (no directories)
+    and function, the counts of a function's recursion levels (``'2``, ``'3``) added together;
+    the program's totals and the calls (``=> ...``) of an annotated source left out."""
+    names: list[str] = []
+    found: dict[str, dict[str, int]] = {}
+    for line in annotated.splitlines():
+        if line.rstrip().endswith("file:function"):
+            names = line.split()[:-1]
+            continue
+        parts = re.sub(r"\(\s*[\d.]+%\)", "", line).split()  # the counts' shares left out
+        if not names or len(parts) <= len(names) or not all(map(_COUNT.fullmatch, parts[:len(names)])):
+            continue  # not a function's line
+        where = " ".join(parts[len(names):])
+        if "PROGRAM TOTALS" in where or where.startswith("=>"):
+            continue
+        name = re.sub(r"'\d+$", "", where.split(" [", 1)[0].rsplit("/", 1)[-1])
+        counts = found.setdefault(name, dict.fromkeys(names, 0))
+        for event, part in zip(names, parts, strict=False):
+            counts[event] += 0 if part == "." else int(part.replace(",", ""))
+    return found
 
 
 def function_costs(annotated: str) -> dict[str, int]:
-    """Instructions per function in ``callgrind_annotate --inclusive=no`` output: keyed by source
-    file name (no directories) and function, the counts of a function's recursion levels
-    (``'2``, ``'3``) added together; the calls (``=> ...``) of an annotated source left out."""
-    costs: dict[str, int] = {}
-    for line in annotated.splitlines():
-        found = _FUNCTION_LINE.match(line)
-        if found is None or "PROGRAM TOTALS" in line or found.group(2).startswith("=>"):
-            continue  # not a function's line, or a call's line (source annotation)
-        name = re.sub(r"'\d+$", "", found.group(2).rsplit("/", 1)[-1])
-        costs[name] = costs.get(name, 0) + int(found.group(1).replace(",", ""))
-    return costs
+    """Instructions (``Ir``) per function of `function_events`."""
+    return {name: counts.get("Ir", 0) for name, counts in function_events(annotated).items()}
 
 
 def per_item_costs(checkout: Path, name: str, corpus_file: Path, tmp: Path) -> dict[str, float]:

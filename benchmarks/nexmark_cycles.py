@@ -36,6 +36,9 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE / "benchmarks"))  # its sibling script, also when loaded as a module
+from instructions import function_events  # noqa: E402 - after its folder is on the path
+
 ENGINE_ENTRY = "CPyDef_worker___Worker____main"  # the compiled worker loop (so: a compiled build)
 LOOP_ENTRY = "_operator_call"
 #: KCachegrind's weights: a first-level miss, a last-level miss, a mispredicted branch
@@ -107,25 +110,8 @@ def functions(out: Path, rows: int) -> list[str]:
     """The ``rows`` functions of a profile with the most estimated cycles of their own."""
     done = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", str(out)],
                           capture_output=True, text=True, check=True)
-    names: list[str] = []
-    found: list[tuple[float, str]] = []
-    for line in done.stdout.splitlines():
-        if line.startswith("Ir ") and line.rstrip().endswith("file:function"):
-            names = line.split()[:-1]
-            continue
-        if not names:
-            continue
-        parts = re.sub(r"\(\s*[\d.]+%\)", "", line).split()
-        if len(parts) <= len(names) or not re.fullmatch(r"[\d,.]+", parts[0]):
-            continue
-        try:
-            values = [0 if p == "." else int(p.replace(",", "")) for p in parts[: len(names)]]
-        except ValueError:
-            continue
-        name = " ".join(parts[len(names):]).split(" [", 1)[0].rsplit(":", 1)[-1]
-        if "PROGRAM TOTALS" not in line:
-            found.append((estimated_cycles(dict(zip(names, values, strict=True))), name))
-    found.sort(reverse=True)
+    found = sorted(((estimated_cycles(counts), name.rsplit(":", 1)[-1])
+                    for name, counts in function_events(done.stdout).items()), reverse=True)
     return [f"{cycles / 1e6:10.2f} M  {name}" for cycles, name in found[:rows]]
 
 

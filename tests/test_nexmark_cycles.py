@@ -32,6 +32,28 @@ def test_totals_are_read_by_event_name_and_weighed_as_kcachegrind_does():
     assert cycles.estimated_cycles(t) == 1_000_000 + 51_000 + 5_100 + 50_000
 
 
+ANNOTATED = """\
+--------------------------------------------------------------------------------
+Ir          I1mr  D1mr      D1mw  ILmr DLmr DLmw Bc Bcm     Bi Bim  file:function
+--------------------------------------------------------------------------------
+2,000 (50.0%) 1 (10.0%) 20 (5.0%) . . 2 (1.0%) . . 30 (3.0%) . .  ceval.c:_PyEval_EvalFrameDefault'2 [/lib/libpython3.11.so]
+1,000 (25.0%) . 10 (2.5%) 5 (1.0%) . . . . . . 4 (1.0%)  /src/Objects/dictobject.c:_Py_dict_lookup [/lib/libpython3.11.so]
+  500 (12.5%) . . . . . . . . . .  ceval.c:_PyEval_EvalFrameDefault [/lib/libpython3.11.so]
+"""
+
+
+def test_functions_are_read_with_every_event_and_weighed_as_the_totals_are():
+    from instructions import function_events
+
+    events = function_events(ANNOTATED)
+    assert events["ceval.c:_PyEval_EvalFrameDefault"] == {
+        "Ir": 2500, "I1mr": 1, "D1mr": 20, "D1mw": 0, "ILmr": 0, "DLmr": 2, "DLmw": 0, "Bc": 0, "Bcm": 30, "Bi": 0,
+        "Bim": 0}
+    assert events["dictobject.c:_Py_dict_lookup"]["Bim"] == 4
+    # 2500 + 10 x 21 + 100 x 2 + 10 x 30 = 3210; 1000 + 10 x 15 + 10 x 4 = 1190
+    assert [cycles.estimated_cycles(c) for c in events.values()] == [3210, 1190]
+
+
 def test_a_profile_without_totals_is_refused():
     with pytest.raises(SystemExit, match="no totals"):
         cycles.totals("events: Ir\n")
