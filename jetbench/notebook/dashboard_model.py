@@ -66,6 +66,18 @@ def worker_label(index: int) -> str:
     return f"w{index}" if index >= 0 else f"b{-1 - index}"
 
 
+def no_timeline_note(elapsed_s: float, made_after_end: bool) -> str:
+    """Why a finished job's dashboard has no CPU timeline, and how to get one.
+
+    >>> no_timeline_note(0.4, True).split(". ")[0]
+    'No CPU timeline: the job ran 0.40 s and had ended before this dashboard was made'
+    """
+    when = "had ended before this dashboard was made" if made_after_end else "ended before a second sample"
+    return (f"No CPU timeline: the job ran {elapsed_s:.2f} s and {when}. Make the dashboard while the job runs "
+            "(job = service.submit(dag); job.dashboard()), or record any job's metrics with "
+            "ExecutionService(metrics_interval_s=0.1) and draw them with job.plot_metrics().")
+
+
 def process_cpu_seconds() -> float:
     """User + system CPU seconds of this whole process (all threads).
 
@@ -329,6 +341,7 @@ class DashboardModel:
             "queues_hidden": max(len(queues) - self.max_rows, 0),
             "workers": self._workers(workers),
             "cpu": self._cpu.as_state(),
+            "cpu_note": no_timeline_note(m.elapsed_s, self.seq == 1) if final and len(self._cpu.t) < 2 else None,
             "process_cpu": _r(process_cpu),
             "system_cpu": system_cpu_percent() if dwall >= 0.02 else None,
             "totals": {

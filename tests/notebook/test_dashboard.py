@@ -110,6 +110,7 @@ def test_state_while_running_and_frozen_final_state():
     ticks = dash.ticks
     time.sleep(0.15)
     assert dash.ticks == ticks and dash.state == final  # frozen
+    assert final["cpu_note"] is None  # sampled while it ran: the timeline is there
 
 
 def test_dashboard_of_a_finished_job_is_final_at_once_without_a_thread():
@@ -120,6 +121,10 @@ def test_dashboard_of_a_finished_job_is_final_at_once_without_a_thread():
     assert not dash.is_sampling and dash.ticks == 1
     assert f"jetbench.{job.name}.dashboard" not in thread_names()
     assert dash.state["final"] is True and dash.state["status"] == "completed"
+    # an empty chart says why, and how to get one
+    assert dash.state["cpu_note"].startswith(f"No CPU timeline: the job ran {job.elapsed:.2f} s and had ended "
+                                             "before this dashboard was made")
+    assert "metrics_interval_s" in dash.state["cpu_note"]
 
 
 def test_the_static_snapshot_holds_the_final_figures():

@@ -467,7 +467,7 @@ function render({ model, el: host }) {
     $(".jb-rows").innerHTML = rows;
 
     // CPU plot
-    $(".jb-cpu-box").innerHTML = cpuPlot(s.cpu, 360, 170);
+    $(".jb-cpu-box").innerHTML = cpuPlot(s.cpu, 360, 170) + (s.cpu_note ? `<div class="jb-cpu-note">${esc(s.cpu_note)}</div>` : "");
     $(".jb-cpu-now").textContent = s.final
       ? ""
       : `process ${compact(s.process_cpu)}%` + (s.system_cpu === null || s.system_cpu === undefined ? "" : ` · machine ${s.system_cpu.toFixed(0)}% of all cores`);
