@@ -69,11 +69,14 @@ def worker_label(index: int) -> str:
 def no_timeline_note(elapsed_s: float, made_after_end: bool) -> str:
     """Why a finished job's dashboard has no CPU timeline, and how to get one.
 
-    >>> no_timeline_note(0.4, True).split(". ")[0]
-    'No CPU timeline: the job ran 0.40 s and had ended before this dashboard was made'
+    >>> no_timeline_note(0.004, True).split(". ")[0]
+    'No CPU timeline: the job ran 4 ms and had ended before this dashboard was made'
+    >>> no_timeline_note(1.5, False).split(". ")[0]
+    'No CPU timeline: the job ran 1.50 s and ended before a second sample'
     """
     when = "had ended before this dashboard was made" if made_after_end else "ended before a second sample"
-    return (f"No CPU timeline: the job ran {elapsed_s:.2f} s and {when}. Make the dashboard while the job runs "
+    ran = f"{elapsed_s * 1000:.0f} ms" if elapsed_s < 1 else f"{elapsed_s:.2f} s"
+    return (f"No CPU timeline: the job ran {ran} and {when}. Make the dashboard while the job runs "
             "(job = service.submit(dag); job.dashboard()), or record any job's metrics with "
             "ExecutionService(metrics_interval_s=0.1) and draw them with job.plot_metrics().")
 

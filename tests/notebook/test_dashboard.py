@@ -122,8 +122,8 @@ def test_dashboard_of_a_finished_job_is_final_at_once_without_a_thread():
     assert f"jetbench.{job.name}.dashboard" not in thread_names()
     assert dash.state["final"] is True and dash.state["status"] == "completed"
     # an empty chart says why, and how to get one
-    assert dash.state["cpu_note"].startswith(f"No CPU timeline: the job ran {job.elapsed:.2f} s and had ended "
-                                             "before this dashboard was made")
+    assert dash.state["cpu_note"].startswith("No CPU timeline: the job ran ")
+    assert "and had ended before this dashboard was made" in dash.state["cpu_note"]
     assert "metrics_interval_s" in dash.state["cpu_note"]
 
 
