@@ -75,7 +75,16 @@ class CollectSinkP(Processor):
 
 
 def merge_lists(parts: list[list[Any]]) -> list[Any]:
-    """The instances' lists joined, in instance order."""
+    """The instances' lists joined, in instance order; one instance's list is the result as it
+    is (its job has ended: nothing adds to it any more). Copying it would touch every result
+    once more, long after it was made: a cache miss each (Nexmark Q1 at 1M events: 920k).
+
+    >>> part = [1, 2]
+    >>> merge_lists([part]) is part, merge_lists([[1], [], [2, 3]])
+    (True, [1, 2, 3])
+    """
+    if len(parts) == 1:
+        return parts[0]
     return [x for part in parts for x in part]
 
 
