@@ -174,6 +174,11 @@ class Job:
                     worker.thread.join()
                 if self.sampler is not None:
                     self.sampler.join()
+        except KeyboardInterrupt as exc:
+            self._stop_after(exc)
+            # the same interrupt, saying what became of the job, without the frames of the wait
+            # (the waiter's slices, threading's lock): the traceback ends at this call
+            raise KeyboardInterrupt(f"job {self.name!r} was cancelled: the wait for it was interrupted") from None
         except BaseException as exc:
             self._stop_after(exc)
             raise
