@@ -216,6 +216,25 @@ def test_failed_job_in_side_panel_shows_error_and_vertex(lab, page):
     page.screenshot(path=str(ARTIFACTS / "lab-side-panel.png"))
 
 
+def test_a_dashboard_made_after_its_job_ended_says_why_its_cpu_chart_is_empty(lab, page):
+    write_notebook(lab.root / "late.ipynb", [
+        "from jetbench import Pipeline, sources, sinks, ExecutionService\n"
+        "p = Pipeline()\n"
+        "p.read_from(sources.items(range(3000))).map(lambda x: x + 1).write_to(sinks.collect())\n"
+        "job = ExecutionService().submit(p)\n"
+        "len(job.join())",
+        "job.dashboard()",
+    ])
+    open_notebook(page, lab, "late.ipynb")
+    run_all(page, 2)
+    dash = page.locator(DASH)
+    dash.locator('.jb-status[data-status="completed"]').wait_for(timeout=30_000)
+    note = dash.locator(".jb-cpu-box .jb-cpu-note")
+    assert note.is_visible()
+    assert re.match(r"No CPU timeline: the job ran \d+ ms and had ended before this dashboard was made", note.inner_text())
+    screenshot(dash, "dashboard-made-after-the-job.png")
+
+
 def test_a_reopened_notebook_shows_the_dashboards_final_snapshot(lab, page):
     write_notebook(lab.root / "snapshot.ipynb", [
         "from jetbench import Pipeline, sources, sinks, ExecutionService\n"
