@@ -309,14 +309,21 @@ def _eval(source: str, steps: tuple[tuple[str, Callable[..., Any]], ...], env: d
     if inline:
         return _eval_inlined(source, env, inline)
     filename = _register_source(source, steps)
-    if source.startswith("def "):  # a function statement: the function it defines
+    defined = _defined_name(source)
+    if defined is not None:  # a function statement: the function it defines
         exec(compile(source, filename, "exec"), env)  # noqa: S102 - our own code
-        return env[_def_name(source)]
+        return env[defined]
     return eval(compile(source, filename, "eval"), env)  # noqa: S307 - our own code
 
 
-def _def_name(source: str) -> str:
-    return source[len("def "):source.index("(")]
+def _defined_name(source: str) -> str | None:
+    """The name a generated function statement (``def name(...): ...``) defines; None for a
+    lambda expression.
+
+    >>> _defined_name("def group(batch): return batch"), _defined_name("lambda batch: batch")
+    ('group', None)
+    """
+    return source[len("def "):source.index("(")] if source.startswith("def ") else None
 
 
 #: what the generated code calls in place of a step to inline (`_call`)
@@ -364,8 +371,9 @@ def _eval_inlined(source: str, env: dict[str, Any], inline: dict[int, InlineExpr
     cells = {name: cell for step in steps for name, cell in step.cells.items()}
     free = [*env, *cells]
     binding = f"    {' = '.join(free)} = None\n" if free else ""
-    if source.startswith("def "):  # a function statement: the factory returns the function
-        body = f"{textwrap.indent(source, '    ')}\n    return {_def_name(source)}\n"
+    defined = _defined_name(source)
+    if defined is not None:  # a function statement: the factory returns the function
+        body = f"{textwrap.indent(source, '    ')}\n    return {defined}\n"
     else:
         body = f"    return {source}\n"
     tree = ast.parse(f"def _jb_factory():\n{binding}{body}")
@@ -385,7 +393,7 @@ def _eval_inlined(source: str, env: dict[str, Any], inline: dict[int, InlineExpr
             return node
 
     tree = Splice().visit(tree)
-    made = tree.body[0].body[-2] if source.startswith("def ") else tree.body[0].body[-1].value
+    made = tree.body[0].body[-2] if defined is not None else tree.body[0].body[-1].value
     module = compile(tree, steps[0].filename, "exec", dont_inherit=True)
     factory = next(c for c in module.co_consts if isinstance(c, CodeType))
     code = _registered(next(c for c in factory.co_consts if isinstance(c, CodeType)),
