@@ -19,6 +19,7 @@ generators): 298 results in Beam's published run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ...pipeline.stages import Stage
@@ -42,11 +43,23 @@ def auction_id(event: Any) -> int | None:
     return event.auction if type(event) is Bid else event.id if type(event) is Auction else None
 
 
-def better(bid: Bid, best: Bid | None) -> bool:
-    """Whether ``bid`` beats ``best``: a higher price, or the same price earlier (then a lower bidder)."""
-    if best is None or bid.price > best.price:
-        return True
-    return bid.price == best.price and (bid.date_time, bid.bidder) < (best.date_time, best.bidder)
+def best_valid(bids: Iterable[Bid], auction: Auction, best: Bid | None) -> Bid | None:
+    """The best of ``best`` (a valid bid, or None) and the valid ``bids`` of ``auction`` (before
+    its ``expires``, at or above its reserve): the highest price, on equal prices the earliest,
+    then the lowest bidder. A bid can only win at or above ``floor`` (the reserve, then the best
+    price so far), and most fail on their price alone, before their time is read.
+
+    >>> a = Auction(1, "", "", 1, 100, 0, 1000, 1, 1, "")
+    >>> best_valid([Bid(1, 7, 200, 30, ""), Bid(1, 4, 200, 30, ""), Bid(1, 2, 99, 5, "")], a, None).bidder
+    4
+    """
+    floor, expires = (auction.reserve if best is None else best.price), auction.expires
+    for bid in bids:
+        price = bid.price
+        if price >= floor and bid.date_time < expires and (
+                best is None or price > floor or (bid.date_time, bid.bidder) < (best.date_time, best.bidder)):
+            best, floor = bid, price
+    return best
 
 
 def new_state() -> list[Any]:
@@ -71,17 +84,8 @@ class WinningBid:
             if auction is not None:
                 return None  # the same auction again: the first one stays
             state[0] = auction = event
-            # the bids that came before it, `better` written out as in `items`: a bid can only
-            # win at or above `floor` (the reserve, then the best price so far), and most fail
-            # on their price alone (on Beam's 100 split timelines a third of all bids wait here)
-            best, floor, expires = None, auction.reserve, auction.expires
-            for bid in state[2]:
-                price = bid.price
-                if price >= floor and bid.date_time < expires and (
-                        best is None or price > floor
-                        or (bid.date_time, bid.bidder) < (best.date_time, best.bidder)):
-                    best, floor = bid, price
-            state[1], state[2] = best, []
+            # the bids that came before it (on Beam's 100 split timelines a third of all bids)
+            state[1], state[2] = best_valid(state[2], auction, None), []
             k.timer = auction.expires - 1
         elif auction is None:  # a bid before its auction: keep it until the auction comes
             state[2].append(event)
@@ -90,15 +94,15 @@ class WinningBid:
                 state[3] = end
             if k.timer is None:  # the first bid's end; `closed` moves it on to the latest end
                 k.timer = end
-        elif event.date_time < auction.expires and event.price >= auction.reserve and better(event, state[1]):
-            state[1] = event
+        else:
+            state[1] = best_valid((event,), auction, state[1])
         return None
 
     def items(self, k: Keyed, events: list[Any]) -> None:
         """The batch form (``fn_items``: ``__call__`` reads no ``k.time``, the times it needs
         are the events' own): an auction's events of a batch in one loop. Bids of a known
-        auction, nearly all of them, are compared in place (`better` written out, the auction's
-        bounds and the price to beat in locals); the auction itself and bids before it go through
+        auction, nearly all of them, are compared in place (`best_valid`'s loop written out, the
+        auction's bounds and the price to beat in locals, kept between bids); the auction itself and bids before it go through
         ``__call__``; persons (the key None) leave no state."""
         if k.key is None:
             k.state = None
