@@ -72,6 +72,21 @@ def _first_reaching(stamps: list[Any], threshold: Any, start: int) -> int:
     return n
 
 
+def _raise_threshold(wm: int, frame: Any, lag: Any) -> float:
+    """The lowest timestamp that may raise the watermark above ``wm``: ``wm + frame + lag``, less
+    a margin for float rounding (a float ``ts - lag`` can round up onto the next frame:
+    ``-1e-95 - 1 == -1.0``), so that such an item is still looked at; `InsertWatermarksP._split`
+    steps over the items of the margin that do not raise it.
+
+    >>> t = _raise_threshold(-2, 1, 1)
+    >>> t < 0 and -1e-95 >= t and -1e-14 < t
+    True
+    """
+    threshold = wm + frame + lag
+    lowered: float = threshold - (abs(wm + frame) + abs(lag) + abs(threshold)) * 2.0 ** -51
+    return lowered
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class InsertWatermarksP(Processor):
     """Timestamps items (``(ts_fn(item), item)``, or passes ``(ts, item)`` through when ``ts_fn``
@@ -210,7 +225,7 @@ class InsertWatermarksP(Processor):
                 queue.append(Watermark(wm))
                 start = i + 1
                 self.last_watermark = wm
-                threshold = wm + frame + lag
+                threshold = _raise_threshold(wm, frame, lag)
                 i = bisect_left(stamps, threshold, start) if ordered else _first_reaching(stamps, threshold, start)
             else:  # float rounding at the threshold: look further (a watermark grows with the stamp)
                 i += 1

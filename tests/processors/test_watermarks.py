@@ -9,7 +9,7 @@ from dataclasses import replace
 from operator import itemgetter
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from window_helpers import CONTEXT, canon, drive, reference_sliding
 
@@ -99,6 +99,8 @@ def test_a_batch_without_a_new_watermark_is_emitted_whole():
     batch=st.sampled_from([1, 3, 1024]),
     capacity=st.sampled_from([1, 2, 1024]),
 )
+@example(stamps=[-1.0, -2.5497559739923395e-95], lag=1, frame=1, batch=1024, capacity=1024)
+@example(stamps=[3, 1e-17 - 1.0, 2.0], lag=2.0, frame=1, batch=3, capacity=1024)
 def test_matches_per_item_reference_whatever_the_batching(stamps, lag, frame, batch, capacity):
     items = [(ts, i) for i, ts in enumerate(stamps)]
     p = InsertWatermarksP(None, allowed_lag=lag, throttle_frame=frame)
@@ -115,6 +117,9 @@ def test_matches_per_item_reference_whatever_the_batching(stamps, lag, frame, ba
     batch=st.sampled_from([1, 3, 1024]),
     capacity=st.sampled_from([1, 2, 1024]),
 )
+# a stamp a rounding below the threshold whose ``ts - lag`` rounds up onto the next frame
+@example(stamps=[-1.0, -2.5497559739923395e-95], lag=1, frame=1, batch=1, capacity=1)
+@example(stamps=[-1.0, -2.5497559739923395e-95], lag=1, frame=1, batch=1024, capacity=1024)
 def test_ordered_input_matches_the_reference(stamps, lag, frame, batch, capacity):
     """``ordered``: a batch's last timestamp is its largest, and the items that raise the
     watermark are found by bisection; on timestamps that never decrease, the same output."""
