@@ -297,6 +297,15 @@ for row in fixed_rows:
 
 
 # %% [markdown]
+# Between items a dedicated thread has nothing to do. Jet's threads poll: they park for 25 µs,
+# then twice as long after each empty call, up to 5 ms, so an item that arrives mid-park waits
+# for the park to end. jetbench's default (`ExecutionService(noncooperative_idle="timer")`)
+# parks a thread whose processor only reacts to input until a producer offers to one of its
+# queues, which wakes it at once (5 ms stays the cap); `noncooperative_idle="backoff"` is
+# Jet's way. `benchmarks/blocking_hop.py` measures the difference on a slow stream through a
+# `map_using_service`: the hop's latency, and how often the thread woke for nothing.
+
+# %% [markdown]
 # ## 4. Work stealing on and off
 #
 # The deal at submission is blind to how long tasklets will live. Jet's historical rule

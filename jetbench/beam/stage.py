@@ -38,6 +38,7 @@ but its finalization from before the failure is lost.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -160,6 +161,11 @@ class ExecutableStageP(Processor):
         if self._held and not self._side_chunks:
             self._run_held()
         return not self._held or bool(self._side_chunks)
+
+    def next_wake_time(self) -> float | None:
+        """+inf while only input can move this stage on (its dedicated thread then sleeps until a
+        producer offers); None while main input is held back that `try_process` can run now."""
+        return None if self._held and not self._side_chunks else math.inf
 
     def complete_edge(self, ordinal: int) -> bool:
         side = self._side_specs.get(ordinal)

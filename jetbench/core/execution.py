@@ -52,7 +52,10 @@ class ExecutionService:
     slower than this is counted as slow; Jet's rule of thumb is 1 ms), ``outbox_capacity`` (items
     per outbox bucket = the per-call emit budget), ``idle`` ("backoff", Jet's blind exponential
     backoff, or "timer", which sleeps until the earliest time a tasklet says it can progress and
-    is woken by other threads handing it work), ``metrics_interval_s`` (record every job's
+    is woken by other threads handing it work), ``noncooperative_idle`` (how the dedicated thread
+    of a non-cooperative tasklet waits: "timer", the default, sleeps until a producer offers to
+    its queues, capped at ``noncooperative_max_idle_us``; "backoff" polls as Jet's threads do,
+    the park doubling from ``noncooperative_min_idle_us`` to that cap), ``metrics_interval_s`` (record every job's
     metrics at this interval in ``job.sampler``; off by default), ``clock`` (what workers, idlers,
     jobs and processors read the time from and sleep on: the real clock unless a test passes a
     `jetbench.core.clock.MockClock`).
@@ -71,6 +74,7 @@ class ExecutionService:
         metrics_interval_s: float | None = None,
         idle: str = "backoff",
         clock: Clock = SYSTEM_CLOCK,
+        noncooperative_idle: str = "timer",
     ):
         if isinstance(cooperative_threads, bool) or not isinstance(cooperative_threads, int) or cooperative_threads < 1:
             raise JetbenchError(f"cooperative_threads must be an int >= 1, got {cooperative_threads!r}")
@@ -86,6 +90,10 @@ class ExecutionService:
         if idle not in IDLE_STRATEGIES:
             raise JetbenchError(f"idle must be one of {sorted(IDLE_STRATEGIES)}, got {idle!r}")
         self.idle_strategy = idle
+        if noncooperative_idle not in IDLE_STRATEGIES:
+            raise JetbenchError(f"noncooperative_idle must be one of {sorted(IDLE_STRATEGIES)}, "
+                                f"got {noncooperative_idle!r}")
+        self.noncooperative_idle_strategy = noncooperative_idle
         self.clock = clock
         self._cursor = 0
         self._lock = threading.Lock()
@@ -207,8 +215,9 @@ class ExecutionService:
         workers = []
         for k, t in enumerate(x for x in tasklets if not x.cooperative):
             w = BlockingWorker(k, job, self.noncooperative_idle, self.slow_call_ns,
-                               f"jetbench.{job.name}.blocking-{k}", clock=self.clock)
+                               f"jetbench.{job.name}.blocking-{k}", self.noncooperative_idle_strategy, self.clock)
             w.tasklets.append(t)
+            w.wake_on_input()
             t.worker_index = -1 - k
             blocking[id(t)] = w
             workers.append(w)

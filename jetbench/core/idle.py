@@ -119,8 +119,9 @@ class Idler(abc.ABC):
         self.wake()  # a worker asleep on the old idler wakes and picks the new one up
         return other
 
-    def _back_off(self, idle_round: int) -> None:
-        """Sleep for `IdleConfig.park_ns` of the idle round (a park of 0 yields the GIL)."""
+    def back_off(self, idle_round: int) -> None:
+        """Sleep for `IdleConfig.park_ns` of the idle round (a park of 0 yields the GIL): Jet's
+        park, which every strategy falls back on when it cannot tell when work comes."""
         ns = self.config.park_ns(idle_round)
         self.parks += 1
         self.parked_ns += ns
@@ -136,7 +137,7 @@ class BackoffIdler(Idler):
     name = "backoff"
 
     def idle(self, idle_round: int, tasklets: Sequence[Wakeable] = ()) -> None:
-        self._back_off(idle_round)
+        self.back_off(idle_round)
 
 
 class Parker:
@@ -170,9 +171,13 @@ class Parker:
         return self._lock.acquire(timeout=timeout)
 
     def wake(self) -> None:
-        """Wake the parked thread, or the next `park`; any thread may call it."""
-        with contextlib.suppress(RuntimeError):  # already pending
-            self._lock.release()
+        """Wake the parked thread, or the next `park`; any thread may call it.
+
+        Cheap when a wake is already pending (a producer may call it on every offer)."""
+        lock = self._lock
+        if lock.locked():  # else a wake is pending already
+            with contextlib.suppress(RuntimeError):  # another thread's wake got there first
+                lock.release()
 
 
 class TimerIdler(Idler):
@@ -224,12 +229,13 @@ class TimerIdler(Idler):
         self.fallbacks = 0
         self.skipped = 0
         self.backlog_rounds = 0  # productive rounds followed at once by another, to catch up
+        self.woken = 0  # parks another thread cut short (`wake`): work handed over, not polled for
 
     def idle(self, idle_round: int, tasklets: Sequence[Wakeable] = ()) -> None:
         earliest = _earliest_wake(tasklets)
         if earliest is None:
             self.fallbacks += 1
-            self._back_off(idle_round)
+            self.back_off(idle_round)
         else:
             self._park_until(earliest)
         self._round_start = self.clock.monotonic()
@@ -264,7 +270,8 @@ class TimerIdler(Idler):
             return
         self.parks += 1
         self.parked_ns += delay_ns
-        self._sleep(delay_ns / 1e9)
+        if self._sleep(delay_ns / 1e9) is True:
+            self.woken += 1
 
     def wake(self) -> None:
         self._parker.wake()

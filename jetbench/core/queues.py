@@ -30,7 +30,7 @@ class SPSCQueue:
     (2, 1, 3)
     """
 
-    __slots__ = ("capacity", "chunks", "append", "popleft", "offered", "polled", "index")
+    __slots__ = ("capacity", "chunks", "append", "popleft", "offered", "polled", "index", "wake")
 
     def __init__(self, capacity: int, index: int = 0):
         self.capacity = capacity
@@ -42,6 +42,9 @@ class SPSCQueue:
         self.offered = 0
         self.polled = 0
         self.index = index  # the producer's position in the consumer's conveyor
+        #: called after each accepted offer when the consumer sleeps until handed work (its
+        #: thread's `jetbench.core.idle.TimerIdler.wake`); None when the consumer polls
+        self.wake: Callable[[], None] | None = None
 
     @property
     def size(self) -> int:
@@ -59,6 +62,9 @@ class SPSCQueue:
             n = free
         self.append(chunk)
         self.offered += n
+        wake = self.wake
+        if wake is not None:
+            wake()
         return n
 
     def offer_control(self, item: object) -> bool:
@@ -66,6 +72,9 @@ class SPSCQueue:
             return False
         self.append(item)
         self.offered += 1
+        wake = self.wake
+        if wake is not None:
+            wake()
         return True
 
 

@@ -198,7 +198,14 @@ class CooperativeWorker(Worker):
 
 
 class BlockingWorker(Worker):
-    """A dedicated thread for one non-cooperative tasklet, with its own idler."""
+    """A dedicated thread for one non-cooperative tasklet, with its own idler.
+
+    With the "timer" idler (`ExecutionService`'s default for these threads) a tasklet that only
+    reacts to input (``wake_time()`` is +inf) sleeps until a producer offers to one of its
+    queues (the queue calls the idler's `wake`), or ``noncooperative_max_idle_us`` passes; with
+    "backoff" (Jet's) it polls, its park doubling up to that maximum. Waiting for room in a full
+    outbox always backs off: nothing wakes a producer when its consumer drains.
+    """
 
     kind: ClassVar[str] = "blocking"
 
@@ -220,7 +227,7 @@ class BlockingWorker(Worker):
             else:
                 idle_round += 1
                 self.idle_count += 1
-                self.idler.idle(idle_round)
+                self.idler.idle(idle_round, self.tasklets)
         self._abort_all()
 
     def wait_for_room(self, t: ProcessorTasklet) -> None:
@@ -230,7 +237,16 @@ class BlockingWorker(Worker):
             if self.job.terminating:
                 raise TaskletAborted()
             idle_round += 1
-            self.idler.idle(idle_round)
+            self.idler.back_off(idle_round)
+
+    def wake_on_input(self) -> None:
+        """Have the producers of this worker's tasklet wake it on each offer (timer idler only)."""
+        if self.idler.name != "timer":
+            return
+        wake = self.idler.wake
+        for stream in self.tasklets[0].inbound:
+            for q in stream.queues:
+                q.wake = wake
 
 
 class WorkStealing:

@@ -146,3 +146,67 @@ def test_both_strategies_run_a_rate_limited_job(threads, strategy):
     assert result["count"] == 800
     assert time.perf_counter() - start >= 0.15  # it followed the wall clock
     assert sum(w.idle_count for w in job.metrics().workers) > 0 or strategy == "timer"
+
+
+def test_a_pending_wake_is_kept_once_however_many_threads_wake():
+    from jetbench.core.idle import Parker
+
+    parker = Parker()
+    for _ in range(3):
+        parker.wake()
+    assert parker.park(5.0) is True  # the pending wake
+    assert parker.park(0.001) is False  # and only one
+
+
+def test_a_queue_wakes_its_consumer_on_each_accepted_offer_only():
+    from jetbench.core.items import DONE
+    from jetbench.core.queues import SPSCQueue
+
+    calls = []
+    q = SPSCQueue(capacity=2)
+    assert q.offer_chunk([1]) == 1  # no hook: nothing to call
+    q.wake = lambda: calls.append("wake")
+    assert q.offer_chunk([2, 3]) == 1
+    assert calls == ["wake"]
+    assert q.offer_chunk([4]) == 0 and not q.offer_control(DONE)  # full: refused, nobody woken
+    assert calls == ["wake"]
+    q.popleft(), q.popleft()
+    q.polled += 2
+    assert q.offer_control(DONE)
+    assert calls == ["wake", "wake"]
+
+
+def test_noncooperative_idle_strategy_is_checked():
+    with pytest.raises(JetbenchError, match="noncooperative_idle must be one of"):
+        ExecutionService(noncooperative_idle="spin")
+
+
+def _slow_stream_through_a_blocking_map(strategy: str):
+    from jetbench import Pipeline, sinks
+
+    p = Pipeline()
+    (p.read_from(sources.generator(50, count=10))
+     .map_using_service(lambda: None, lambda service, x: x, name="blocking-map")
+     .write_to(sinks.latency()))
+    job = ExecutionService(noncooperative_idle=strategy).submit(p)
+    result = job.join(timeout=30)
+    (worker,) = [w for w in job.workers if w.kind == "blocking"]
+    (tasklet,) = [t for t in job.tasklets if not t.cooperative]
+    hooks = [q.wake for stream in tasklet.inbound for q in stream.queues]
+    return result, worker, hooks
+
+
+def test_a_dedicated_thread_sleeps_until_its_producer_offers():
+    result, worker, hooks = _slow_stream_through_a_blocking_map("timer")
+    assert result["count"] == 10
+    assert worker.idler.name == "timer" and hooks and all(h == worker.idler.wake for h in hooks)
+    # 10 items 20 ms apart, the thread parked in between (5 ms at most a park): offers cut
+    # parks short, rather than the thread finding each item on its next poll
+    assert worker.idler.woken > 0
+
+
+def test_jets_dedicated_threads_poll_with_backoff():
+    result, worker, hooks = _slow_stream_through_a_blocking_map("backoff")
+    assert result["count"] == 10
+    assert worker.idler.name == "backoff" and hooks and all(h is None for h in hooks)
+    assert worker.idler.parks > 10  # it doubled its park from 25 us after each item
