@@ -40,7 +40,8 @@ def run_once(guarantee: str, text: list[str], expected: list[tuple[str, int]], i
     result = p.run()
     result.wait_until_finish()
     elapsed = time.perf_counter() - started
-    return elapsed, len(getattr(result.job, "snapshot_history", ()))
+    job = result.job  # type: ignore[attr-defined]  # JetbenchRunner's result (Beam's type has no job)
+    return elapsed, len(getattr(job, "snapshot_history", ()))
 
 
 def main() -> None:

@@ -23,9 +23,9 @@ from jetbench import DAG
 from jetbench.notebook import DagBuilder
 from jetbench.notebook.builder import BuilderModel
 from jetbench.notebook.builder.code_text import check_code, check_expr, check_steps
-from jetbench.notebook.builder.function_readback import _lambda_of
 from jetbench.notebook.headless import recording_comms
 from jetbench.processors import map_processor
+from jetbench.processors.function_source import lambda_node
 
 BRANCHES = 7  # 1 source + 7 branches x 7 vertices = 50 vertices
 
@@ -58,6 +58,7 @@ def fifty() -> DAG:
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     spec = importlib.util.spec_from_file_location("fifty_vertices", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     dag = module.dag
@@ -86,7 +87,7 @@ def main() -> None:
 
     BuilderModel()  # the palette's one-time checks (is pyspark importable?) are not part of the figures
     def cold() -> None:  # as the first time: nothing read or checked before
-        _lambda_of.cache_clear()
+        lambda_node.cache_clear()
         for check in (check_code, check_expr, check_steps):
             check.cache_clear()
         BuilderModel().load_dag(dag)
