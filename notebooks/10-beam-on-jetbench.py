@@ -216,7 +216,10 @@ print(f"restarted {result.job.restarts} time(s), from snapshot {result.job.resto
 # and bids in a **custom merging window**, which the grouping vertex merges per key with
 # Beam's trigger driver. Here it runs over jetbench's port of Beam's event generator written as
 # Beam's JSON lines, and is checked against jetbench's plain-Python reference
-# (`jetbench nexmark --query 9 --runner beam-jetbench` does the same from a shell).
+# (`jetbench nexmark --query 9 --runner beam-jetbench` does the same from a shell). Not against
+# Beam's direct runner: its merging of these windows keeps only some of an auction's bids, so
+# most of the winners it names are not the highest valid bid (an example is in
+# [docs/beam-capability.md](../docs/beam-capability.md)).
 
 # %%
 from apache_beam.testing.benchmarks.nexmark import nexmark_util
