@@ -62,9 +62,11 @@ class KernelPump:
     kernel's main thread (`here` returns one only there).
     """
 
-    def __init__(self, kernel: Any, socket: Any):
+    def __init__(self, kernel: Any, socket: Any, stream: Any = None):
         self.kernel = kernel
         self.socket = socket
+        #: the kernel's ZMQStream on ``socket``: kept messages go back through its callback
+        self.stream = stream
         self.deferred: list[Any] = []
         #: widget messages handled (for tests and the report)
         self.handled = 0
@@ -80,12 +82,13 @@ class KernelPump:
             return None  # not ipykernel 7
         channel = getattr(kernel, "shell_channel_thread", None)
         if channel is not None:  # messages for the main shell come through an inproc socket pair
-            socket = channel.manager.get_shell_channel_to_subshell_pair(None).to_socket
+            pair = channel.manager.get_shell_channel_to_subshell_pair(None)
+            socket, stream = pair.to_socket, getattr(pair, "to_stream", None)
         elif kernel.shell_stream is not None:  # no shell channel thread: straight from the router
-            socket = kernel.shell_stream.socket
+            socket, stream = kernel.shell_stream.socket, kernel.shell_stream
         else:
             return None
-        return cls(kernel, socket)
+        return cls(kernel, socket, stream)
 
     def pump(self) -> int:
         """Read every waiting message; handle the widget ones now, keep the rest. Returns the
@@ -153,13 +156,26 @@ class KernelPump:
             kernel._publish_status("busy", "shell")  # under the cell's parent: still running
 
     def release(self) -> None:
-        """Give the kept messages back to the kernel, in order and ahead of any that come later:
-        each becomes a task now (they run once the cell's handler yields), where the socket's
-        later messages only become tasks when the kernel reads them."""
+        """Give the kept messages back to the kernel, in order, behind any it had already read
+        and ahead of any that come later.
+
+        Each goes through the kernel's own stream callback, as if read from the socket now. The
+        kernel may have read the next cell's message before this wait began (Run All sends them
+        all at once); that message then takes the callback's path to the shell's lock (a task
+        that starts a task, in ipykernel 7), and a message handed straight to ``shell_main`` would
+        reach the lock first and run before it. Through the same path, asyncio's first-in
+        first-out order keeps them in the order they came."""
         deferred, self.deferred = self.deferred, []
         if not deferred:
             return
-        try:
+        stream = self.stream
+        callback = getattr(stream, "_recv_callback", None)
+        run = getattr(stream, "_run_callback", None)
+        if callback is not None and run is not None:
+            for frames in deferred:
+                run(callback, frames)
+            return
+        try:  # a stream of another make: straight to the shell (later messages still queue behind)
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = asyncio.get_event_loop()

@@ -128,3 +128,27 @@ def test_dashboard_commands_act_while_a_cell_waits_in_join(kernel):
     while len(reply_order) < 3:
         reply_order.append(kc.get_shell_msg(timeout=10)["parent_header"]["msg_id"])
     assert reply_order == [setup, waiting, queued]
+
+
+RUN_ALL = [
+    "order = []",
+    "job.join(); order.append('waited')",
+    "order.append('a')",
+    "order.append('b')",
+    "order.append('c')",
+    "print('ORDER', order)",
+]
+
+
+@pytest.mark.slow
+def test_run_all_keeps_the_cells_in_order_after_a_wait(kernel):
+    """Run All sends every cell's request at once: the kernel has read the next one before the
+    wait begins and the pump takes the rest; all must still run in their order."""
+    kc = kernel
+    setup = kc.execute(SETUP.replace("sources.generator(2000)", "sources.generator(2000, count=1000)"))
+    _until(kc, _idle(setup), 60)
+    ids = [kc.execute(code) for code in RUN_ALL]
+    seen = _until(kc, _idle(ids[-1]), 60)
+    assert "ORDER ['waited', 'a', 'b', 'c']" in _stdout(seen, ids[-1])
+    replies = [kc.get_shell_msg(timeout=10)["parent_header"]["msg_id"] for _ in range(len(ids) + 1)]
+    assert replies == [setup, *ids]
