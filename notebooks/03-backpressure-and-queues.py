@@ -141,7 +141,9 @@ for vertex in ["source", "stamp", "enrich"]:
 def peak_memory(items):
     tracemalloc.start()
     try:
-        ExecutionService(outbox_capacity=QUEUE).run(slow_sink_dag(items, QUEUE), timeout=120)
+        # progress=False: the job's memory, not the progress line's (in JupyterLab a run longer
+        # than half a second shows one, and its first display allocates a few MB of its own)
+        ExecutionService(outbox_capacity=QUEUE).run(slow_sink_dag(items, QUEUE), timeout=120, progress=False)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
