@@ -87,13 +87,8 @@ class ExecutionService:
         self.slow_call_ns = int(slow_call_ms * 1e6)
         self.outbox_capacity = outbox_capacity
         self.metrics_interval_s = metrics_interval_s
-        if idle not in IDLE_STRATEGIES:
-            raise JetbenchError(f"idle must be one of {sorted(IDLE_STRATEGIES)}, got {idle!r}")
-        self.idle_strategy = idle
-        if noncooperative_idle not in IDLE_STRATEGIES:
-            raise JetbenchError(f"noncooperative_idle must be one of {sorted(IDLE_STRATEGIES)}, "
-                                f"got {noncooperative_idle!r}")
-        self.noncooperative_idle_strategy = noncooperative_idle
+        self.idle_strategy = _idle_strategy("idle", idle)
+        self.noncooperative_idle_strategy = _idle_strategy("noncooperative_idle", noncooperative_idle)
         self.clock = clock
         self._cursor = 0
         self._lock = threading.Lock()
@@ -105,8 +100,7 @@ class ExecutionService:
 
     def set_idle_strategy(self, strategy: str) -> None:
         """Switch the cooperative idle strategy ("backoff" or "timer"), also on running workers."""
-        if strategy not in IDLE_STRATEGIES:
-            raise JetbenchError(f"idle strategy must be one of {sorted(IDLE_STRATEGIES)}, got {strategy!r}")
+        _idle_strategy("idle strategy", strategy)
         with self._lock:
             self.idle_strategy = strategy
             jobs = list(self._running)
@@ -245,6 +239,13 @@ class ExecutionService:
             f"min_idle_us={self.idle.min_idle_us:g}, max_idle_us={self.idle.max_idle_us:g}, "
             f"work_stealing={self.work_stealing})"
         )
+
+
+def _idle_strategy(argument: str, value: str) -> str:
+    """``value`` if it names an idle strategy, else a `JetbenchError` naming ``argument``."""
+    if value not in IDLE_STRATEGIES:
+        raise JetbenchError(f"{argument} must be one of {sorted(IDLE_STRATEGIES)}, got {value!r}")
+    return value
 
 
 def _as_dag(dag: Any) -> DAG:
