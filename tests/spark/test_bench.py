@@ -1,4 +1,4 @@
-"""``jetbench bench spark-wordcount``: SparkRunner against hand-written PySpark."""
+"""``jetbench bench spark-wordcount``: SparkRunner against idiomatic DataFrame code and RDD code."""
 
 from __future__ import annotations
 
@@ -9,14 +9,32 @@ import pytest
 
 from jetbench import cli
 from jetbench.bench import spark_wordcount
-from jetbench.bench.spark_wordcount import pyspark_wordcount, sparkrunner_pipeline
+from jetbench.bench.spark_wordcount import (
+    dataframe_wordcount,
+    pyspark_wordcount,
+    sparkrunner_pipeline,
+)
 from jetbench.spark import datasets
+from jetbench.wordcount import non_empty, tokenize
 
 
-def test_both_sides_count_the_same_words(runner, spark):
+def test_every_row_counts_the_same_words(runner, spark):
     path = datasets.corpus_path(3000)
-    assert dict(runner.run(sparkrunner_pipeline(path))) == pyspark_wordcount(spark, path)
-    assert dict(runner.run(sparkrunner_pipeline(path, engine="spark"))) == pyspark_wordcount(spark, path)
+    expected = pyspark_wordcount(spark, path)
+    assert dict(runner.run(sparkrunner_pipeline(path))) == expected
+    assert dict(runner.run(sparkrunner_pipeline(path, engine="spark"))) == expected
+    assert dataframe_wordcount(spark, path) == expected
+
+
+def test_the_dataframe_job_splits_as_the_python_tokenizer_does(spark, tmp_path):
+    """Java's \\W is ASCII unless (?U) asks for Unicode: words with accents, digits, underscores."""
+    lines = ["Ça va, déjà-vu! ÉTÉ été", "snake_case x2 ...  ", "", "Straße STRASSE"]
+    spark.createDataFrame([(s,) for s in lines], "line string").write.parquet(str(tmp_path / "c"))
+    expected: dict[str, int] = {}
+    for line in lines:
+        for w in filter(non_empty, tokenize(line)):
+            expected[w] = expected.get(w, 0) + 1
+    assert dataframe_wordcount(spark, str(tmp_path / "c")) == expected
 
 
 def test_the_command_line_has_the_subcommand():
@@ -33,8 +51,10 @@ def test_bench_command_prints_json(spark, monkeypatch, capsys):
     assert cli.main(["bench", "spark-wordcount", "--lines", "3000", "--repeat", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["results_equal"] is True
-    for key in ("sparkrunner_s", "pyspark_s", "ratio", "scaling", "sparkrunner_dataframe_source_s"):
+    for key in ("sparkrunner_s", "dataframe_s", "rdd_s", "ratio", "rdd_ratio", "scaling",
+                "sparkrunner_dataframe_source_s"):
         assert report[key] > 0
-    assert report["ratio"] == pytest.approx(report["pyspark_s"] / report["sparkrunner_s"])
+    assert report["ratio"] == pytest.approx(report["dataframe_s"] / report["sparkrunner_s"])
+    assert report["rdd_ratio"] == pytest.approx(report["rdd_s"] / report["sparkrunner_s"])
     assert report["words"] > 10_000
     assert spark.sparkContext._jsc is not None  # the shared session survived
