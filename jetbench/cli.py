@@ -9,7 +9,7 @@
     jetbench bench nexmark [--events N] [--queries Q ...] [--generators G] [--repeat N] [--beam] [--beam-jetbench] [--spark] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
     jetbench nexmark --query N | --suite smoke [--events N] [--generators G] [--runner local|spark|beam-jetbench|beam-direct] [--rate R] [--json]
-    jetbench lab [--dir DIR] [--port N] [--no-browser] [jupyter lab options...]
+    jetbench lab [--dir DIR] [--port N] [--no-browser] [--reset] [jupyter lab options...]
 """
 
 from __future__ import annotations
@@ -163,8 +163,12 @@ def _lab(args: argparse.Namespace, extra: list[str]) -> int:
 
     from .lab import run_lab
 
+    if args.reset and args.dir:
+        print("jetbench lab: --reset resets the working copy in your data directory; it does not apply to --dir",
+              file=sys.stderr)
+        return 2
     return run_lab(Path(args.dir) if args.dir else None, port=args.port, open_browser=not args.no_browser,
-                   token=args.token, extra=extra)
+                   token=args.token, extra=extra, reset=args.reset)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--port", type=int, help="port to listen on (default: JupyterLab's, 8888 or the next free)")
     lab.add_argument("--token", help="the login token (default: a random one, printed in the URL)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a web browser")
+    lab.add_argument("--reset", action="store_true",
+                     help="copy every notebook of the working copy afresh (your versions are kept as NAME.edited-TIME)")
     return parser
 
 

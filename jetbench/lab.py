@@ -42,8 +42,9 @@ def default_notebook_dir() -> Path:
     return repo_notebooks if repo_notebooks.is_dir() else Path.cwd()
 
 
-#: what `working_copy` copies: the notebooks, their py:percent sources and jupytext's settings
-COPIED = ("*.ipynb", "*.py", "jupytext.toml")
+#: what `working_copy` copies: the notebooks, their py:percent sources, jupytext's settings and
+#: the images their markdown shows (``images/NAME.png``, a path relative to the notebook)
+COPIED = ("*.ipynb", "*.py", "jupytext.toml", "images/*.png")
 #: the working copy's record of what it copied: ``{"version", "files": {name: sha256}}``
 MANIFEST = ".jetbench-copy.json"
 
@@ -61,14 +62,16 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def working_copy(source: Path, dest: Path | None = None) -> tuple[Path, list[str]]:
+def working_copy(source: Path, dest: Path | None = None, *, reset: bool = False) -> tuple[Path, list[str]]:
     """Bring the copy of ``source``'s notebooks in ``dest`` (default: ``data_dir()/notebooks``) up
     to date; returns ``(dest, what was done)``, one line per file copied or kept.
 
     A file missing there is copied. A file whose source changed since it was copied (a new
     version of jetbench, a ``git pull``) is copied again; if the user had edited the copy (its
     content is not what was copied), the edited one is first renamed ``NAME.edited-TIME.ipynb``.
-    A copy of an unchanged source stays as the user left it (edits and outputs).
+    A copy of an unchanged source stays as the user left it (edits and outputs), unless
+    ``reset``: then every copy that differs from its source is copied again, the user's version
+    kept beside it the same way (``jetbench lab --reset``).
 
     >>> import tempfile
     >>> src, dst = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp()) / "nb"
@@ -81,6 +84,10 @@ def working_copy(source: Path, dest: Path | None = None) -> tuple[Path, list[str
     >>> _ = (src / "01-a.ipynb").write_text('{"new": 1}')
     >>> done = working_copy(src, dst)[1]
     >>> done[0].startswith("01-a.ipynb changed in jetbench: your edited copy is now 01-a.edited-"), (dst / "01-a.ipynb").read_text()
+    (True, '{"new": 1}')
+    >>> _ = (dst / "01-a.ipynb").write_text('{"outputs": 1}')
+    >>> done = working_copy(src, dst, reset=True)[1]
+    >>> done[0].startswith("01-a.ipynb reset: your copy is now 01-a.edited-"), (dst / "01-a.ipynb").read_text()
     (True, '{"new": 1}')
     """
     from . import __version__
@@ -98,20 +105,23 @@ def working_copy(source: Path, dest: Path | None = None) -> tuple[Path, list[str
         for src in sorted(source.glob(pattern)):
             if not src.is_file():
                 continue
-            target = dest / src.name
+            name = src.relative_to(source).as_posix()
+            target = dest / name
             want = _digest(src)
-            if target.exists() and copied.get(src.name) == want:
+            if target.exists() and copied.get(name) == want and not reset:
                 continue  # the source did not change: the copy stays as the user left it
             if target.exists() and _digest(target) == want:
-                copied[src.name] = want
+                copied[name] = want
                 continue
-            if target.exists() and src.name in copied and _digest(target) != copied[src.name]:
+            if target.exists() and (reset or (name in copied and _digest(target) != copied[name])):
                 kept = target.with_name(f"{target.stem}.edited-{time.strftime('%Y%m%d-%H%M%S')}{target.suffix}")
                 target.rename(kept)
-                done.append(f"{src.name} changed in jetbench: your edited copy is now {kept.name}")
+                why = "reset: your copy" if reset else "changed in jetbench: your edited copy"
+                done.append(f"{name} {why} is now {kept.name}")
+            target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target)
-            copied[src.name] = want
-            done.append(f"copied {src.name}")
+            copied[name] = want
+            done.append(f"copied {name}")
     manifest_path.write_text(json.dumps({"version": __version__, "source": str(source), "files": copied}, indent=1))
     return dest, done
 
@@ -135,12 +145,15 @@ def lab_command(notebook_dir: Path, *, port: int | None = None, open_browser: bo
 
 
 def run_lab(notebook_dir: Path | None = None, *, port: int | None = None, open_browser: bool = True,
-            token: str | None = None, extra: list[str] | tuple[str, ...] = ()) -> int:
+            token: str | None = None, extra: list[str] | tuple[str, ...] = (), reset: bool = False) -> int:
     """Run JupyterLab in the foreground until it stops (Ctrl+C); returns its exit code. Without
-    ``notebook_dir`` it serves the working copy of the checkout's notebooks (`working_copy`)."""
+    ``notebook_dir`` it serves the working copy of the checkout's notebooks (`working_copy`;
+    ``reset`` copies every notebook again, keeping the user's versions beside them)."""
+    if reset and notebook_dir is not None:
+        raise ValueError("jetbench lab: --reset resets the working copy; it cannot be used with --dir")
     if notebook_dir is None and default_notebook_dir() != Path.cwd():
         source = default_notebook_dir().resolve()
-        notebook_dir, done = working_copy(source)
+        notebook_dir, done = working_copy(source, reset=reset)
         print(f"jetbench lab: working on a copy of {source} in {notebook_dir} (your edits and outputs stay "
               "there; a notebook that changes in jetbench is copied again, an edited copy kept beside it)", flush=True)
         for line in done:

@@ -357,7 +357,7 @@ assert after_resume == EXPECTED, after_resume
 # means), each tasklet row its snapshot state (`aligning #n`, `saving #n`, `emitting barrier
 # #n` ...). Run the cell and watch a few snapshots go by (the job runs about six seconds):
 #
-# ![the dashboard with barrier #3 held on the trickle's edge and in the queue on the flood's](../docs/dashboard-barrier.png)
+# ![the dashboard with barrier #3 held on the trickle's edge and in the queue on the flood's](images/dashboard-barrier.png)
 
 # %%
 from jetbench import DAG, Edge, Processor

@@ -218,8 +218,8 @@ print(f"restarted {result.job.restarts} time(s), from snapshot {result.job.resto
 # Beam's JSON lines, and is checked against jetbench's plain-Python reference
 # (`jetbench nexmark --query 9 --runner beam-jetbench` does the same from a shell). Not against
 # Beam's direct runner: its merging of these windows keeps only some of an auction's bids, so
-# most of the winners it names are not the highest valid bid (an example is in
-# [docs/beam-capability.md](../docs/beam-capability.md)).
+# most of the winners it names are not the highest valid bid (an example is in the runner's
+# capability page, `jetbench/beam/capability.md`, shown at the end of this notebook).
 
 # %%
 from apache_beam.testing.benchmarks.nexmark import nexmark_util
@@ -253,20 +253,22 @@ print(f"Q9: {len(ours)} winning bids, equal to the reference")
 # The runner is batch: groupings, windows, triggers and timers fire when their input is
 # exhausted; with a processing guarantee it snapshots and restarts (at-least-once or
 # exactly-once; DoFn side effects excepted). Beam's `FnApiRunnerTest` passes 70 of its 75 tests on
-# it (Beam skips the other five for every runner), Beam's ValidatesRunner tests 36, and
-# [docs/beam-capability.md](../docs/beam-capability.md) answers Beam's capability matrix row by
-# row, beside Jet's published column.
+# it (Beam skips the other five for every runner), Beam's ValidatesRunner tests 36, and the
+# runner's capability page, `capability.md`, which ships in the package `jetbench.beam`, answers
+# Beam's capability matrix row by row, beside Jet's published column.
 # Its tables, read from that page (each row names the tests that back it there):
 
 # %%
+from importlib.resources import files
+
 from IPython.display import Markdown, display
 
 
-def capability_tables(page: Path) -> str:
-    """The capability matrix's sections of ``page``: each ``##`` heading followed by a table."""
+def capability_tables(page: str) -> str:
+    """The capability matrix's sections of the markdown ``page``: each ``##`` heading, then its table."""
     out: list[str] = []
     heading = ""
-    for line in page.read_text().splitlines():
+    for line in page.splitlines():
         if line.startswith("## "):
             heading = line
         elif line.startswith("|"):
@@ -277,6 +279,6 @@ def capability_tables(page: Path) -> str:
     return "\n".join(out)
 
 
-tables = capability_tables(Path("..") / "docs" / "beam-capability.md")
+tables = capability_tables(files("jetbench.beam").joinpath("capability.md").read_text())
 assert "| ParDo |" in tables and "| GroupByKey |" in tables
 display(Markdown(tables))

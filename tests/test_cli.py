@@ -120,3 +120,32 @@ def test_lab_serves_a_working_copy_of_the_notebooks_and_says_where(tmp_path, mon
     assert "  copied " not in capsys.readouterr().out
     assert (copy / "01-getting-started.ipynb").read_text() == "{}"
     assert {p.name: p.read_bytes() for p in checkout.iterdir() if p.is_file()} == before
+
+
+def test_lab_reset_copies_every_notebook_afresh_and_keeps_the_users_version(tmp_path, monkeypatch, capsys):
+    """`jetbench lab --reset` (the command line a user types) brings back the notebooks as they ship,
+    their images too, and keeps what the user had (edits, outputs) beside them."""
+    from pathlib import Path
+
+    from jetbench import cli, lab
+
+    checkout = Path(lab.__file__).resolve().parent.parent / "notebooks"
+    monkeypatch.setenv("JETBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(lab.subprocess, "call", lambda cmd, cwd: 0)
+    assert cli.main(["lab", "--no-browser"]) == 0
+    copy = tmp_path / "data" / "notebooks"
+    image = "images/dashboard-barrier.png"
+    assert (copy / image).read_bytes() == (checkout / image).read_bytes()  # notebook 08 shows it
+    (copy / "01-getting-started.ipynb").write_text('{"outputs": "saved by Lab"}')
+    assert cli.main(["lab", "--no-browser"]) == 0
+    assert (copy / "01-getting-started.ipynb").read_text() == '{"outputs": "saved by Lab"}'
+    capsys.readouterr()
+    assert cli.main(["lab", "--no-browser", "--reset"]) == 0
+    out = capsys.readouterr().out
+    assert "01-getting-started.ipynb reset: your copy is now 01-getting-started.edited-" in out
+    assert (copy / "01-getting-started.ipynb").read_bytes() == (checkout / "01-getting-started.ipynb").read_bytes()
+    kept = list(copy.glob("01-getting-started.edited-*.ipynb"))
+    assert [k.read_text() for k in kept] == ['{"outputs": "saved by Lab"}']
+    assert out.count("  copied ") == 1  # only the file that differed
+    assert cli.main(["lab", "--reset", "--dir", str(tmp_path)]) == 2
+    assert "--reset resets the working copy" in capsys.readouterr().err

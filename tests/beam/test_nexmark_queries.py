@@ -11,7 +11,7 @@ jetbench's plain-Python reference (`jetbench.nexmark.reference`):
 * Q9 (winning bids: a custom merging window) and Q4 (built on it): equal to the reference. The
   direct runner gives 82 winning bids where the reference gives 274, 54 of its 82 not the
   highest valid bid of their auction (its merging keeps only some of an auction's bids; see
-  docs/beam-capability.md); FnApiRunner fails on Q9 ("Cannot convert _OpaqueWindow").
+  jetbench/beam/capability.md); FnApiRunner fails on Q9 ("Cannot convert _OpaqueWindow").
 * Not compared: Q3 (state and timers): Beam's Python Q3 gives no result on either runner over
   these events, where the reference, a port of Java's Q3, gives 17.
 * Not run: Q6 (Beam's query6.py negates a Timestamp: TypeError on every runner), Q10 (writes

@@ -111,16 +111,24 @@ class Lab:
                 self.process.wait(5)
 
 
-def start_lab(base: Path, via_jetbench: bool = False, notebooks: tuple[Path, ...] = ()) -> Lab:
+def start_lab(base: Path, via_jetbench: bool = False, notebooks: tuple[Path, ...] = (),
+              lab_copy: bool = False) -> Lab:
     """A server on a fresh ``base/notebooks`` root holding copies of ``notebooks``;
     ``via_jetbench`` starts it the way users do, with ``jetbench lab`` (loopback,
-    01-getting-started as the default page when it is there)."""
+    01-getting-started as the default page when it is there). ``lab_copy`` starts plain
+    ``jetbench lab``, as a user types it, with a fresh data directory (``JETBENCH_DATA_DIR``):
+    it serves its own working copy of the checkout's notebooks, ``base/jetbench-data/notebooks``."""
     lab_exe = require_browser_stack()
-    root = base / "notebooks"
-    root.mkdir()
+    env = dict(os.environ)
+    if lab_copy:
+        via_jetbench = True
+        env["JETBENCH_DATA_DIR"] = str(base / "jetbench-data")
+        root = base / "jetbench-data" / "notebooks"
+    else:
+        root = base / "notebooks"
+        root.mkdir()
     for path in notebooks:
         shutil.copy(path, root / path.name)
-    env = dict(os.environ)
     for var, sub in (
         ("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTER_DATA_DIR", "data"),
         ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython"),
@@ -143,7 +151,8 @@ def start_lab(base: Path, via_jetbench: bool = False, notebooks: tuple[Path, ...
     log = base / "jupyterlab.log"
     quiet = ["--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None", "--LabApp.extension_manager=readonly"]
     if via_jetbench:
-        command = [sys.executable, "-m", "jetbench", "lab", "--dir", str(root), "--port", str(port), "--token", token,
+        where = [] if lab_copy else ["--dir", str(root)]
+        command = [sys.executable, "-m", "jetbench", "lab", *where, "--port", str(port), "--token", token,
                    "--no-browser", *quiet]
     else:
         command = [
@@ -153,7 +162,8 @@ def start_lab(base: Path, via_jetbench: bool = False, notebooks: tuple[Path, ...
         ]
     process = subprocess.Popen(
         command,
-        env=env, cwd=root, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+        env=env, cwd=base if lab_copy else root, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     lab = Lab(f"http://127.0.0.1:{port}", token, root, process, log)
     deadline = time.monotonic() + 60

@@ -1,7 +1,9 @@
-"""The teaching notebooks in a real JupyterLab, started the way users start it (``jetbench lab``,
-checked to listen on 127.0.0.1 only): 01 opens first and runs top to bottom with its DAG drawings and the visual builder; 02's
-dashboard is live while its job runs. Screenshots go to tests/browser/artifacts/ (the README's
-tour uses them)."""
+"""The teaching notebooks in a real JupyterLab, started the way users start it (``jetbench lab``
+with nothing else, checked to listen on 127.0.0.1 only), in its own working copy of the notebooks
+in a fresh data directory (never the checkout's folder, so a notebook that reads ``../docs`` fails
+here): 01 opens first and runs top to bottom with its DAG drawings and the visual builder; 02's
+dashboard is live while its job runs; 08's picture of the dashboard shows. Screenshots go to
+tests/browser/artifacts/ (the README's tour uses them)."""
 
 from __future__ import annotations
 
@@ -19,11 +21,16 @@ DASH = ".jp-NotebookPanel .jetbench-dashboard"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """``jetbench lab`` serving copies of 01 and 02 (running them must not touch the checkout)."""
-    server = start_lab(tmp_path_factory.mktemp("lab"), via_jetbench=True,
-                       notebooks=tuple(NOTEBOOKS / name for name in SHOWN))
+    """``jetbench lab`` serving its working copy (running the notebooks must not touch the checkout)."""
+    server = start_lab(tmp_path_factory.mktemp("lab"), lab_copy=True)
     yield server
     server.stop()
+
+
+def test_jetbench_lab_serves_its_working_copy_in_the_data_dir(lab):
+    assert lab.root != NOTEBOOKS and NOTEBOOKS not in lab.root.parents
+    assert (lab.root / SHOWN[0]).read_bytes() == (NOTEBOOKS / SHOWN[0]).read_bytes()
+    assert f"working on a copy of {NOTEBOOKS} in {lab.root}" in lab.log.read_text()
 
 
 def test_jetbench_lab_listens_on_loopback_only_and_opens_01(lab):
@@ -97,3 +104,16 @@ def test_02_shows_the_job_live_on_the_dashboard(page, lab):
     assert dash.locator(".jb-status").get_attribute("data-status") == "completed"
     assert dash.locator("svg.jb-cpu-plot polyline").count() >= 2
     screenshot(dash, "notebook-02-dashboard-final.png")
+
+
+@pytest.mark.timeout(120)
+def test_08_shows_its_picture_of_the_dashboard(page, lab):
+    """Notebook 08's markdown shows a screenshot of the dashboard; in the working copy it must load
+    (a path into the checkout's docs/ was a broken image there)."""
+    page.goto(lab.notebook_url("08-fault-tolerance.ipynb"))
+    page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+    image = page.locator('.jp-NotebookPanel .jp-MarkdownOutput img[alt^="the dashboard with barrier"]')
+    image.scroll_into_view_if_needed()
+    page.wait_for_function("(img) => img.complete", arg=image.element_handle(), timeout=30_000)
+    assert image.evaluate("(img) => img.naturalWidth") > 400, image.get_attribute("src")
+    screenshot(image, "notebook-08-dashboard-picture.png")

@@ -1,5 +1,6 @@
 """The teaching notebooks in ``notebooks/``: each runs top to bottom headless (nbclient) and its
-own assertions hold; each ``NN-name.ipynb`` is paired (jupytext) with ``NN-name.py``, its
+own assertions hold, in the working copy `jetbench lab` serves (``jetbench.lab.working_copy``: a
+notebook that reads ``../docs`` of the checkout fails here as it fails for a user); each ``NN-name.ipynb`` is paired (jupytext) with ``NN-name.py``, its
 py:percent source, the two hold the same cells, and the .ipynb is committed without outputs.
 
 The slow tests start a kernel from the venv's kernelspec ("python3", whose ``python`` command
@@ -9,6 +10,7 @@ that the kernel really runs this venv's Python, with jetbench importable from th
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -16,6 +18,8 @@ import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from jetbench.lab import working_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -57,14 +61,20 @@ def _displayed(nb: nbformat.NotebookNode) -> set[str]:
             for mime in out.get("data", {})}
 
 
+@pytest.fixture(scope="module")
+def lab_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The notebooks as `jetbench lab` serves them: its working copy, outside the checkout."""
+    return working_copy(NOTEBOOKS, tmp_path_factory.mktemp("data") / "notebooks")[0]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
-def test_notebook_runs_headless(path: Path) -> None:
-    nb = nbformat.read(path, as_version=4)
+def test_notebook_runs_headless(path: Path, lab_copy: Path) -> None:
+    nb = nbformat.read(lab_copy / path.name, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(KERNEL_CHECK))
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name=KERNEL_NAME,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+                            resources={"metadata": {"path": str(lab_copy)}})
     client.execute()  # a failing cell (e.g. a notebook's own assert) raises CellExecutionError
     errors = [out for cell in nb.cells for out in cell.get("outputs", []) if out.get("output_type") == "error"]
     assert not errors, errors
@@ -109,3 +119,20 @@ def test_notebook_is_clean_and_parametrized(path: Path) -> None:
         text = line.strip()
         assert not text or text.startswith("#") or " = " in text, f"not an assignment in the parameters cell: {line!r}"
     assert any("assert " in c.source for c in code), "a notebook asserts its key claims"
+
+
+#: a path out of the notebook's folder (``../docs/x.md``, ``Path("..")``), or into the checkout's
+#: other folders: what `jetbench lab`'s working copy does not have
+REPO_PATH = re.compile(r"""\.\./|Path\(\s*["']\.\.["']|["'(](docs|benchmarks|tests|scripts|widgets)/""")
+
+
+@pytest.mark.parametrize("source", SOURCE_PATHS, ids=lambda p: p.stem)
+def test_notebook_reads_nothing_of_the_checkouts_layout(source: Path, tmp_path: Path) -> None:
+    """A notebook reads what ships in the package (``importlib.resources``) or what `working_copy`
+    copies beside it (its ``images/``): every relative path it names exists in a working copy."""
+    hits = [f"{source.name}:{n}: {line.strip()}" for n, line in enumerate(source.read_text().splitlines(), 1)
+            if REPO_PATH.search(line)]
+    assert not hits, "a notebook reaches into the repository's layout:\n" + "\n".join(hits)
+    copy = working_copy(NOTEBOOKS, tmp_path / "copy")[0]
+    for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", source.read_text()):
+        assert (copy / image).is_file(), f"{source.name} shows {image}, which `jetbench lab`'s working copy lacks"
