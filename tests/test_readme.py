@@ -43,3 +43,44 @@ def test_the_comparison_is_not_vacuous():
     want = "sink#0  0  END  10  0  1  ...\n"
     assert checker.check_output(want, "sink#0 0 END 10 0 1 0.0 0\n", FLAGS)
     assert not checker.check_output(want, "sink#0 0 END 9 0 1 0.0 0\n", FLAGS)
+
+
+def _section(start: str, end: str) -> str:
+    """The README's text from ``start`` up to the next ``end``."""
+    begin = TEXT.index(start)
+    return TEXT[begin:TEXT.index(end, begin + len(start))]
+
+
+def test_the_command_line_paragraph_names_every_command_and_benchmark():
+    """Derived from the parser, so a new command or benchmark cannot be left out."""
+    import argparse
+
+    from jetbench.cli import build_parser
+
+    def choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        return next(a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+    commands = choices(build_parser())
+    benchmarks = next(a.choices for a in commands["bench"]._actions if a.dest == "name")
+    paragraph = _section("Command line: ", "\n\n")
+    assert set(commands) >= {"demo", "lab", "bench", "nexmark", "version"}
+    missing = [f"jetbench {c}" for c in commands if f"`jetbench {c}" not in paragraph]
+    assert not missing, f"the README's command-line paragraph misses {missing}"
+    bench = re.search(r"`jetbench bench\s+([\w|-]+)", paragraph)
+    assert bench and set(bench.group(1).split("|")) == set(benchmarks), (bench, sorted(benchmarks))
+
+
+def test_the_compiled_engine_paragraph_lists_every_compiled_module():
+    from jetbench.core.compiled import COMPILED_MODULES
+
+    section = _section("The engine's hot modules (", "\n\n")
+    missing = [m for m in COMPILED_MODULES
+               if f"`{m.split('.')[1]}`" not in section or f"`jetbench/{m.split('.')[0]}`" not in section]
+    assert not missing, f"the README's compiled-modules list misses {missing}"
+
+
+def test_the_set_up_list_is_one_list():
+    start = "Both commands first run `scripts/setup.sh`, which:\n\n"
+    steps = _section(start, "\nThe set-up is idempotent")[len(start):]
+    items = [line for line in steps.splitlines() if line.startswith("- ")]
+    assert len(items) >= 4 and "\n\n" not in steps.strip(), "a blank line splits the set-up list in two"
