@@ -12,7 +12,7 @@
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import aggregate, sinks, sources, window
 from .core import (
@@ -25,6 +25,7 @@ from .core import (
     JetbenchError,
     Job,
     JobCancelled,
+    JobConfig,
     JobError,
     JobMetrics,
     JobStatus,
@@ -38,11 +39,27 @@ from .core import (
 )
 from .core.job import register_view, register_waiter
 from .pipeline import Pipeline, PipelineError
+from .processors.builder_kind import BuilderError
 from .processors.window_definition import WindowResult
 from .runner_errors import RunnerError, RunnerOptionError
 from .runners import run
 
+if TYPE_CHECKING:
+    from .core.snapshot_store import SnapshotFormatError, SnapshotStore
+
 __version__ = "0.1.0"
+
+#: names given on first use: the snapshot store imports sqlite3, which a job without a
+#: processing guarantee never needs
+_LAZY = {"SnapshotStore": "jetbench.core.snapshot_store", "SnapshotFormatError": "jetbench.core.snapshot_store"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _lazy_view(module: str, attribute: str) -> Any:
@@ -76,6 +93,7 @@ register_waiter(_wait)
 __all__ = [
     "DAG",
     "DONE",
+    "BuilderError",
     "DagError",
     "Edge",
     "ExecutionService",
@@ -83,6 +101,7 @@ __all__ = [
     "JetbenchError",
     "Job",
     "JobCancelled",
+    "JobConfig",
     "JobError",
     "JobMetrics",
     "JobStatus",
@@ -95,6 +114,8 @@ __all__ = [
     "Routing",
     "RunnerError",
     "RunnerOptionError",
+    "SnapshotFormatError",
+    "SnapshotStore",
     "Vertex",
     "Watermark",
     "WindowResult",

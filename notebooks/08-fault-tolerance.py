@@ -62,9 +62,16 @@ from collections import Counter
 import graphviz
 import pandas as pd
 
-from jetbench import ExecutionService, JobError, Pipeline, aggregate, sinks, sources
-from jetbench.core.job_config import JobConfig
-from jetbench.core.snapshot_store import SnapshotStore
+from jetbench import (
+    ExecutionService,
+    JobConfig,
+    JobError,
+    Pipeline,
+    SnapshotStore,
+    aggregate,
+    sinks,
+    sources,
+)
 
 # the snapshots of this notebook go to a file of their own, in a temporary directory
 STORE_DIR = tempfile.mkdtemp(prefix="jetbench-08-")

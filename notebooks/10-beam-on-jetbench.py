@@ -41,8 +41,8 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
+from jetbench import JobError
 from jetbench.beam import BeamStageError, JetbenchRunner
-from jetbench.core.errors import JobError
 
 # %% [markdown]
 # ## A Beam pipeline, run by jetbench
@@ -226,10 +226,8 @@ from apache_beam.testing.benchmarks.nexmark import nexmark_util
 from apache_beam.testing.benchmarks.nexmark.queries import query9
 from apache_beam.transforms import window
 
-from jetbench.nexmark import reference
+from jetbench.nexmark import NexmarkConfig, events, reference
 from jetbench.nexmark.beam_queries import LAUNCHER_QUERY_ARGS
-from jetbench.nexmark.config import NexmarkConfig
-from jetbench.nexmark.generator import events
 from jetbench.nexmark.json_events import write_events
 
 config = NexmarkConfig(num_events=NEXMARK_EVENTS, num_event_generators=1)

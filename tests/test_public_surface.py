@@ -2,6 +2,11 @@
 notebooks use, aggregate operations are factories everywhere, and each runner names the
 options it does not take."""
 
+import ast
+import importlib
+import re
+from pathlib import Path
+
 import pytest
 
 import jetbench as jb
@@ -85,3 +90,87 @@ def test_a_runner_object_takes_no_options_through_run():
         jb.run(p, runner=Echo(), partitions=2)
     with pytest.raises(jb.JetbenchError, match="runner must be 'local', 'spark' or a runner object"):
         jb.run(p, runner="flink")
+
+
+# ------------------------------------------------------------------ what the README and notebooks import
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the layers under the public modules (docs/architecture.md): a user reaches them through `jetbench`
+INTERNAL = ("jetbench.core", "jetbench.pipeline")
+
+
+def _user_code() -> list[tuple[str, str]]:
+    """(where, code) of every Python block of the README and every notebook's py:percent source
+    (markdown cells are comments there, so the whole file parses)."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = [(f"README.md:{readme.count(chr(10), 0, m.start()) + 1}", m.group(1))
+              for m in re.finditer(r"^```python\n(.*?)^```\n", readme, flags=re.S | re.M)]
+    return blocks + [(path.name, path.read_text()) for path in sorted((ROOT / "notebooks").glob("*.py"))]
+
+
+def _private_imports(where: str, code: str) -> list[str]:
+    """What ``code`` imports from jetbench that a user should not have to know: an internal layer
+    or a private module, or a name taken from deep inside a package that exports it higher up."""
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] != "jetbench":
+                continue
+            line = f"{where} (line {node.lineno}): {ast.unparse(node)}"
+            if module.startswith(INTERNAL) or any(p.startswith("_") for p in parts):
+                found.append(f"{line}: {module} is not public")
+                continue
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            imported = importlib.import_module(module)
+            for alias in node.names:
+                for depth in range(1, len(parts)):
+                    higher = importlib.import_module(".".join(parts[:depth]))
+                    if (alias.name in getattr(higher, "__all__", ())
+                            and getattr(higher, alias.name) is getattr(imported, alias.name, None)):
+                        found.append(f"{line}: import {alias.name} from {higher.__name__}")
+                        break
+    return found
+
+
+def test_the_readme_and_the_notebooks_import_only_public_names():
+    code = _user_code()
+    assert len(code) >= 10 + 3
+    found = [hit for where, text in code for hit in _private_imports(where, text)]
+    assert not found, "\n".join(found)
+
+
+def test_the_scan_finds_a_private_import():
+    assert _private_imports("x", "from jetbench.core.job_config import JobConfig") == [
+        "x (line 1): from jetbench.core.job_config import JobConfig: jetbench.core.job_config is not public"]
+    assert _private_imports("x", "from jetbench.nexmark.config import NexmarkConfig") == [
+        "x (line 1): from jetbench.nexmark.config import NexmarkConfig: import NexmarkConfig from jetbench.nexmark"]
+    assert _private_imports("x", "from jetbench import JobConfig\nfrom jetbench.wordcount import tokenize") == []
+
+
+def test_every_error_a_user_meets_is_importable_from_jetbench():
+    """Each `JetbenchError` of the engine, the pipeline API, the processors and the runners (what
+    ``import jetbench`` and a snapshot store load) is ``jetbench.<Name>``. (The optional packages,
+    jetbench.beam and jetbench.nexmark, export their own.)"""
+    import jetbench.core.snapshot_store  # noqa: F401  (loaded lazily, with its error)
+
+    def walk(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from walk(sub)
+
+    internal = {"Unreadable"}  # the DAG builder's read-back signal, caught inside the builder
+    missing = []
+    for error in walk(jb.JetbenchError):
+        parts = error.__module__.split(".")
+        if error.__name__ in internal or parts[0] != "jetbench" or (
+                len(parts) > 2 and parts[1] not in ("core", "pipeline", "processors")):
+            continue
+        if getattr(jb, error.__name__, None) is not error or error.__name__ not in jb.__all__:
+            missing.append(f"{error.__module__}.{error.__name__}")
+    assert not missing, missing
+    assert {"JobConfig", "SnapshotStore", "ExecutionService", "SnapshotFormatError"} <= set(jb.__all__)
+    assert jb.JobConfig("exactly_once").processing_guarantee == "exactly_once"

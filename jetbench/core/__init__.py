@@ -19,6 +19,7 @@ from .idle import BackoffIdler, IdleConfig, Idler, TimerIdler
 from .inbox import Inbox
 from .items import DONE, IDLE_MESSAGE, Watermark
 from .job import Job, JobStatus
+from .job_config import JobConfig
 from .metrics import JobMetrics, QueueStatistics, TaskletStatistics, WorkerStatistics
 from .outbox import Outbox
 from .processor import Processor, ProcessorContext
@@ -43,6 +44,7 @@ __all__ = [
     "JetbenchError",
     "Job",
     "JobCancelled",
+    "JobConfig",
     "JobError",
     "JobMetrics",
     "JobStatus",
