@@ -45,13 +45,19 @@ from .runner_errors import RunnerError, RunnerOptionError
 from .runners import run
 
 if TYPE_CHECKING:
-    from .core.snapshot_store import SnapshotFormatError, SnapshotStore
+    from .core.snapshot_store import (
+        CodeChangedError,
+        SnapshotFormatError,
+        SnapshotStore,
+        SnapshotWarning,
+    )
 
 __version__ = "0.1.0"
 
 #: names given on first use: the snapshot store imports sqlite3, which a job without a
 #: processing guarantee never needs
-_LAZY = {"SnapshotStore": "jetbench.core.snapshot_store", "SnapshotFormatError": "jetbench.core.snapshot_store"}
+_LAZY = {name: "jetbench.core.snapshot_store"
+         for name in ("SnapshotStore", "SnapshotFormatError", "SnapshotWarning", "CodeChangedError")}
 
 
 def __getattr__(name: str) -> Any:
@@ -94,6 +100,7 @@ __all__ = [
     "DAG",
     "DONE",
     "BuilderError",
+    "CodeChangedError",
     "DagError",
     "Edge",
     "ExecutionService",
@@ -116,6 +123,7 @@ __all__ = [
     "RunnerOptionError",
     "SnapshotFormatError",
     "SnapshotStore",
+    "SnapshotWarning",
     "Vertex",
     "Watermark",
     "WindowResult",

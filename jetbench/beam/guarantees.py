@@ -21,7 +21,7 @@ files listed in the pipeline's data, so their output is exactly-once.
 
 >>> job_config({"processing_guarantee": "exactly-once", "snapshot_interval_ms": 100, "max_restarts": 1,
 ...             "snapshot_store": None, "resume": False}, None)
-JobConfig(processing_guarantee='exactly_once', snapshot_interval_ms=100, max_restarts=1, snapshot_store=None, initial_snapshot=None, resume=False)
+JobConfig(processing_guarantee='exactly_once', snapshot_interval_ms=100, max_restarts=1, snapshot_store=None, initial_snapshot=None, resume=False, on_code_change='warn')
 >>> job_config({"processing_guarantee": "none", "snapshot_interval_ms": 10000, "max_restarts": 3,
 ...             "snapshot_store": None, "resume": False}, None) is None
 True

@@ -31,7 +31,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
                              "state, restarts from the last one after a failure (jetbench.beam.guarantees)"),
     "snapshot_interval_ms": (int, 10_000, "with a guarantee: time between two snapshots, in ms"),
     "max_restarts": (int, 3, "with a guarantee: restarts from the last snapshot before the job fails"),
-    "snapshot_store": (str, None, "with a guarantee: the SQLite snapshot store's path (default: jetbench's own)"),
+    "snapshot_store": (str, None, "with a guarantee: the SQLite snapshot store's path (trusted like code: it holds pickles; default: a temporary store of the job's own; --jetbench_resume needs one)"),
     "resume": (bool, False, "with a guarantee: go on from the snapshots a killed run of the same --job_name left"),
     "merge_in_harness": (bool, False, "leave a lifted combine's accumulators to the merge step in the SDK harness "
                          "rather than merging them in the grouping vertex as they arrive (for comparisons)"),

@@ -168,23 +168,12 @@ class ExecutionService:
         _start_threads(job, workers)
 
     def _submit_fault_tolerant(self, dag: DAG, name: str, config: JobConfig) -> Job:
-        from .snapshot import FaultTolerantJob, open_store
+        from .snapshot import start_fault_tolerant
 
-        store = open_store(config.snapshot_store)
-        initial = store.load(f"job/{name}") if config.resume else None  # what a killed run of it left
-        if initial is None and config.initial_snapshot is not None:
-            initial = store.load(config.initial_snapshot)
-            if initial is None:
-                known = ", ".join(map(repr, store.owners())) or "none"
-                raise JetbenchError(f"no snapshot named {config.initial_snapshot!r} in {store.path!r} "
-                                    f"(it holds: {known})")
-        job = FaultTolerantJob(name, self.clock, self, dag, config, store, initial)
         try:
-            plan = job.prepare(initial)
+            return start_fault_tolerant(self, dag, name, config)
         except DagError as exc:
             raise exc.with_traceback(None)  # noqa: B904 - the same exception, with a shorter traceback
-        job.start(plan)
-        return job
 
     def _deal_cooperative(self, job: Job, tasklets: Sequence[ProcessorTasklet]) -> list[CooperativeWorker]:
         """Deal the cooperative tasklets round-robin over new cooperative workers, continuing from

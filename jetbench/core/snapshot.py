@@ -12,7 +12,13 @@ workers it has one coordinator thread (Jet's master), which:
 * when a processor raises, lets the execution end (every worker thread gone), then plans the DAG
   again, restores the last good snapshot from the store (from the start if there is none) and
   starts new workers, up to ``max_restarts`` times; then fails the job with every failure;
-* when the job ends, forgets its snapshots (``job/<name>`` in the store).
+* when the job ends, forgets its snapshots (``job/<name>`` in the store) and records how it
+  ended, in one transaction (`SnapshotStore.finish`).
+
+`start_fault_tolerant` starts such a job: from the snapshot a killed run left (``resume``, as
+`SnapshotStore.resume_point` finds it; a job the store records as completed is not run again),
+else from ``initial_snapshot``, warning (or refusing, ``on_code_change``) when a vertex's code
+differs from the snapshot's (`jetbench.core.code_fingerprint`).
 
 Restored entries go to the instance that owns their key (``hash(key) % parallelism``, as a
 partitioned edge routes), a `BroadcastKey` to every instance, and the entries of a vertex some
@@ -23,25 +29,38 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
 from .clock import Clock
+from .code_fingerprint import changed_parts, vertex_fingerprints
 from .dag import DAG
-from .errors import JetbenchError, JobError
+from .errors import JetbenchError, JobCancelled, JobError
 from .items import BroadcastKey
 from .job import Job, JobStatus
 from .job_config import JobConfig
 from .metrics import JobMetrics, SnapshotStatistics
 from .plan import JobPlan
 from .processor import Processor
-from .snapshot_store import SnapshotData, SnapshotStore, VertexState
+from .snapshot_store import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    CodeChangedError,
+    JobRecord,
+    SnapshotData,
+    SnapshotStore,
+    SnapshotWarning,
+    VertexState,
+)
 from .snapshot_tasklet import SnapshotSetup
 from .tasklet import ProcessorTasklet
 
-__all__ = ["FaultTolerantJob", "SnapshotCoordinator", "SnapshotRecord", "open_store", "snapshot_support"]
+__all__ = ["CompletedJob", "FaultTolerantJob", "SnapshotCoordinator", "SnapshotRecord", "open_store",
+           "snapshot_support", "start_fault_tolerant"]
 
 _log = logging.getLogger("jetbench.snapshot")
 
@@ -60,10 +79,94 @@ def snapshot_support(processor: Processor) -> str:
 
 
 def open_store(spec: Any) -> SnapshotStore:
-    """The `SnapshotStore` ``JobConfig.snapshot_store`` names (None: the default one)."""
+    """The `SnapshotStore` ``JobConfig.snapshot_store`` names; None: a `SnapshotStore.private`
+    one for the job (never a store the user did not name)."""
     if isinstance(spec, SnapshotStore):
         return spec
-    return SnapshotStore(spec)
+    return SnapshotStore.private() if spec is None else SnapshotStore(spec)
+
+
+class CompletedJob(Job):
+    """What ``resume=True`` returns for a job the store records as completed: a `Job` already
+    COMPLETED, run by nothing; ``completed_earlier`` is the store's record, ``result`` None (it
+    went to the run that completed)."""
+
+    def __init__(self, name: str, clock: Clock, record: JobRecord, store: SnapshotStore):
+        super().__init__(name, clock)
+        self.completed_earlier = record
+        self.store = store
+        self._start([], lambda: None)
+
+    def __repr__(self) -> str:
+        return f"CompletedJob({self.name!r}, completed earlier at {self.completed_earlier.when} in {self.store.path!r})"
+
+
+def start_fault_tolerant(service: Any, dag: DAG, name: str, config: JobConfig) -> Job:
+    """Start ``dag`` as the job ``name`` with ``config``'s guarantee (see the module): a
+    `FaultTolerantJob` running, or a `CompletedJob` when ``resume`` finds the job completed."""
+    store = open_store(config.snapshot_store)
+    try:
+        owner = f"job/{name}"
+        initial: SnapshotData | None = None
+        own = False  # starting from the job's own snapshot (its slots are its run's)
+        if config.resume:
+            initial, record = store.resume_point(owner, stacklevel=5)
+            if record is not None and record.state == COMPLETED:
+                warnings.warn(f"job {name!r} completed earlier, at {record.when} (as the snapshot store {store.path!r} "
+                              f"records), so resume=True does not run it again: the job returned is completed, with "
+                              f"no result. To run it again, submit it without resume=True or forget the record: "
+                              f"SnapshotStore({store.path!r}).delete({owner!r})", SnapshotWarning, stacklevel=4)
+                return CompletedJob(name, service.clock, record, store)
+            if initial is None and record is not None and record.state in (FAILED, CANCELLED):
+                warnings.warn(f"job {name!r} starts from the beginning: its earlier run {record.state} (at "
+                              f"{record.when}, as the snapshot store {store.path!r} records), which dropped its "
+                              f"snapshots", SnapshotWarning, stacklevel=4)
+            own = initial is not None
+        if initial is None and config.initial_snapshot is not None:
+            initial = store.load(config.initial_snapshot)
+            if initial is None:
+                known = ", ".join(map(repr, store.owners())) or "none"
+                raise JetbenchError(f"no snapshot named {config.initial_snapshot!r} in {store.path!r} "
+                                    f"(it holds: {known})")
+            own = config.initial_snapshot == owner
+        code = {v.name: vertex_fingerprints(v.supplier) for v in dag.vertices}
+        if initial is not None:
+            check_code(initial, code, name, store, "the snapshot it resumes from" if config.resume and own
+                       else f"snapshot {config.initial_snapshot!r}", config.on_code_change)
+        if not own:
+            store.begin(owner)
+        job = FaultTolerantJob(name, service.clock, service, dag, config, store, initial)
+        job.code = code
+        plan = job.prepare(initial)
+    except BaseException:
+        if store.is_private:
+            store.remove()
+        raise
+    job.start(plan)
+    return job
+
+
+def check_code(data: SnapshotData, code: dict[str, dict[str, str]], name: str, store: SnapshotStore, what: str,
+               on_change: str) -> None:
+    """Compare each vertex's code with the fingerprint ``data`` was taken with: warn, refuse
+    (`CodeChangedError`) or allow, as ``on_change`` says. A snapshot without fingerprints (an
+    older jetbench's) is not compared."""
+    if on_change == "allow" or not data.code:
+        return
+    changes = {vertex: changed_parts(data.code[vertex], parts) for vertex, parts in code.items()
+               if vertex in data.code and data.code[vertex] != parts}
+    if not changes:
+        return
+    listed = "; ".join(f"vertex {vertex!r}: {', '.join(parts)}" for vertex, parts in sorted(changes.items()))
+    head = (f"job {name!r}: the code of {len(changes)} vertex{'es' if len(changes) > 1 else ''} differs from when "
+            f"{what} in the snapshot store {store.path!r} was taken ({listed})")
+    if on_change == "refuse":
+        raise CodeChangedError(f"{head}. It was refused (on_code_change='refuse'): run the code that took it, or "
+                               f"start the job without the snapshot, or pass on_code_change='allow' if the change "
+                               f"is an upgrade its saved state fits")
+    warnings.warn(f"{head}. The state saved by the old code goes on with the new, and the output may match "
+                  f"neither; JobConfig(on_code_change='refuse') refuses instead, 'allow' (an upgrade) says nothing",
+                  SnapshotWarning, stacklevel=5)
 
 
 @dataclass(frozen=True)
@@ -234,6 +337,8 @@ class FaultTolerantJob(Job):
         #: the id of the snapshot the current execution was restored from (0: none)
         self.restored_from = 0
         self._initial = initial
+        #: each vertex's code fingerprint, kept with every snapshot (`jetbench.core.code_fingerprint`)
+        self.code: dict[str, dict[str, str]] = {}
         self._stored_id = 0  # the newest snapshot id in the store for this job
         self._execution_failure: JobError | None = None
         self._execution_over = threading.Event()
@@ -278,6 +383,10 @@ class FaultTolerantJob(Job):
         if not isinstance(name, str) or not name or name.startswith("job/"):
             raise JetbenchError(f"export_snapshot: the name must be a non-empty string not starting with 'job/', "
                                 f"got {name!r}")
+        if self.store.is_private:
+            raise JetbenchError(f"job {self.name!r} keeps its snapshots in a temporary store of its own, deleted when "
+                                f"it ends, so an exported snapshot would not outlive it: name a store, "
+                                f"JobConfig(..., snapshot_store='path/to/store.sqlite')")
         self._snapshot_now(f"to export as {name!r}", "exports a snapshot", timeout)
         self.store.export(self.owner, name)
         record = self.last_snapshot
@@ -488,10 +597,15 @@ class FaultTolerantJob(Job):
                                                for t in coordinator.tasklets)
 
     def _forget_snapshots(self) -> None:
+        """The job ended: its snapshots go and the store records how it ended, in one
+        transaction (`SnapshotStore.finish`); a private store goes altogether."""
+        failure = self._failure
+        state = COMPLETED if failure is None else CANCELLED if isinstance(failure, JobCancelled) else FAILED
         try:
-            self.store.delete(self.owner)
+            self.store.finish(self.owner, state)
         except Exception as exc:
             _log.warning("job %r: its snapshots could not be removed from %r: %s", self.name, self.store.path, exc)
+        self.store.remove()
 
     def _history_error(self, last: JobError) -> JobError:
         lines = [f"job {self.name!r} failed {len(self.failures)} times (max_restarts={self.config.max_restarts}); "
@@ -542,7 +656,8 @@ class FaultTolerantJob(Job):
     def _store(self, coordinator: SnapshotCoordinator, data: SnapshotData) -> None:
         success = True
         try:
-            self.store.write(self.owner, data)
+            data.code = self.code
+            self.store.write(self.owner, data, job=True)
         except Exception as exc:
             success = False
             _log.warning("job %r: snapshot %d could not be stored: %s", self.name, data.snapshot_id, exc)

@@ -629,6 +629,7 @@ def test_resume_goes_on_from_the_snapshot_a_job_of_that_name_left_and_else_start
         assert job.restored_from == restored, name
     assert "job/nightly" not in store.owners(), "the resumed job finished and forgot its snapshots"
     with pytest.raises(JetbenchError, match="resumes a job by its name"):
-        ExecutionService().submit(_keyed_count_dag(None), config=JobConfig("exactly_once", resume=True))
+        ExecutionService().submit(_keyed_count_dag(None), config=JobConfig("exactly_once", snapshot_store=store,
+                                                                           resume=True))
     with pytest.raises(JetbenchError, match="resume=True needs a processing guarantee"):
         JobConfig(resume=True)

@@ -1,0 +1,88 @@
+"""The child process of the store lifecycle tests (`test_snapshot_store_damage.py`,
+`test_snapshot_store_completion.py`, `test_snapshot_store_code_change.py`): a paced
+exactly-once job, a keyed sum of ``weight(x)`` over N numbers into a collect sink (printed as
+``result ...`` at the end), resumed from its store (``resume=True``) and killed by the test
+with SIGKILL where it says.
+
+    python snapshot_child.py STORE OUT HOOK [ON_CODE_CHANGE]
+
+The tests copy this file with the line marked ``WEIGHT`` edited (the
+"edited" state function of a new version of the code). ``HOOK``: ``none`` (run to the end),
+``snapshots:N`` (print ``snapshots`` after N snapshots and wait to be killed), ``mid-finish``
+(pause inside the transaction that records the job's end and deletes its snapshots, after
+``paused``), ``after-finish`` (pause right after that transaction committed). Every 50th
+number is also appended to ``OUT/side-effects.log`` by a map: a side effect no restore takes
+back, which shows whether the job ran again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from jetbench import ExecutionService, Pipeline, aggregate, sinks, sources
+from jetbench.core.job_config import JobConfig
+from jetbench.core.snapshot_store import SnapshotStore
+
+N, RATE, KEYS = 3000, 6000, 7
+
+
+def weight(x):
+    return x  # WEIGHT: the tests write other versions of this line
+
+
+def pipeline(out: str) -> Pipeline:
+    os.makedirs(out, exist_ok=True)
+    log = os.path.join(out, "side-effects.log")
+
+    def side_effect(x):
+        if x % 50 == 0:
+            with open(log, "a") as f:
+                f.write(f"{x}\n")
+        return x
+
+    p = Pipeline()
+    (p.read_from(sources.generator(RATE, timestamped=False, count=N))
+        .map(side_effect)
+        .group_by(lambda x: x % KEYS).aggregate(aggregate.summing(weight))
+        .map(lambda kv: f"{kv[0]}={kv[1]}")
+        .write_to(sinks.collect()))
+    return p
+
+
+def main() -> None:
+    store_path, out, hook = sys.argv[1], sys.argv[2], sys.argv[3]
+    on_change = sys.argv[4] if len(sys.argv) > 4 else "warn"
+    os.makedirs(out, exist_ok=True)
+    store = SnapshotStore(store_path)
+    config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=store, resume=True,
+                       on_code_change=on_change)
+    job = ExecutionService(cooperative_threads=2).submit(pipeline(out), name="lifecycle", config=config)
+    print("running", getattr(job, "restored_from", -1), type(job).__name__, job.status.value, flush=True)
+    if hook in ("mid-finish", "after-finish"):
+        finishing = []
+
+        def trace(sql: str) -> None:
+            if sql.startswith("DELETE FROM chunk WHERE owner") and "slot" not in sql:
+                finishing.append(sql)
+                if hook == "mid-finish":
+                    print("paused", flush=True)
+                    time.sleep(60)
+            elif hook == "after-finish" and finishing and sql.startswith("PRAGMA wal_checkpoint"):
+                print("paused", flush=True)
+                time.sleep(60)
+
+        with store._connect() as db:  # the store's one connection, which its job writes with
+            db.set_trace_callback(trace)
+    elif hook.startswith("snapshots:"):
+        while len(job.snapshot_history) < int(hook.split(":")[1]):
+            time.sleep(0.002)
+        print("snapshots", flush=True)
+        time.sleep(60)
+    result = job.join(60)
+    print("result", " ".join(sorted(result or [])), flush=True)
+
+
+if __name__ == "__main__":
+    main()
