@@ -193,5 +193,19 @@ if DagBuilder is not None:
     assert dict(run(builder.dag, cooperative_threads=THREADS)) == expected
 
 # %% [markdown]
+# From the canvas back to code: the builder's **Export code** button shows the Python that
+# rebuilds the DAG drawn on the canvas, kept up to date while you edit, with a **Copy** button to
+# paste it into a cell; `builder.to_code()` returns the same text. The code reads this notebook's
+# names (`lines`, `tokenize`); run, it builds an equal DAG:
+
+# %%
+if DagBuilder is not None:
+    code = builder.to_code()
+    print(code)
+    namespace = dict(globals())
+    exec(code, namespace)  # what pasting the exported code into a cell does
+    assert dict(run(namespace["dag"], cooperative_threads=THREADS)) == expected
+
+# %% [markdown]
 # Next: [02 · cooperative scheduling](02-cooperative-scheduling.ipynb) looks at how the
 # tasklets share the worker threads.

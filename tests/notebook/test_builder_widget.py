@@ -146,3 +146,31 @@ def test_notebook_processor_classes_join_the_palette():
     b.connect(a, p)
     b.connect(p, o)
     assert ExecutionService().run(b.dag) == [7]
+
+
+def test_export_code_from_the_front_end_follows_edits_and_rebuilds_the_dag():
+    b = DagBuilder(namespace={})
+    b.add_vertex("items", "src", params={"items": "range(5)"})
+    b.add_vertex("map", "double", params={"fn": "x * 2"})
+    b.connect("src", "double")
+    assert b.code_export == {}
+    front_end(b, cmd="export_code")
+    shown = b.code_export
+    assert shown["open"] and shown["code"] == b.to_code() and shown["error"] == "" and shown["custom"] == []
+    assert shown["note"] == ""  # a loose output is a warning, not an error: the code runs
+    # an edit while it is open: the shown code follows; the exported code rebuilds the DAG
+    b.add_vertex("collect", "out")
+    b.connect("double", "out")
+    assert "'out'" in b.code_export["code"] and b.code_export["code"] == b.to_code()
+    assert b.code_export["note"] == ""
+    scope: dict = {}
+    exec(b.code_export["code"], scope)  # noqa: S102 - the code under test
+    assert [v.name for v in scope["dag"].vertices] == ["src", "double", "out"]
+    assert sorted(ExecutionService().run(scope["dag"])) == [0, 2, 4, 6, 8]
+    # a canvas with an error says the code will not run yet
+    b.update_vertex("double", params={"fn": "x *"})
+    assert b.code_export["note"].startswith("the canvas has 1 error (the first: ") and "fix" in b.code_export["note"]
+    front_end(b, cmd="close_export")
+    assert b.code_export == {}
+    b.update_vertex("double", params={"fn": "x * 3"})
+    assert b.code_export == {}  # closed: not recomputed

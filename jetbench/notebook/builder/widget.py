@@ -2,7 +2,7 @@
 
 The kernel owns the document: the front end sends commands (``{"cmd": "add_vertex", ...}``,
 ``connect``, ``update_vertex``, ``update_edge``, ``move``, ``delete``, ``undo``, ``redo``,
-``layout``, ``run``); the model applies them, validates, and the widget sends the whole document
+``layout``, ``run``, ``export_code``, ``close_export``); the model applies them, validates, and the widget sends the whole document
 and its problems back as two traits in one message. Python edits (``builder.add_vertex(...)``)
 take the same path, so both sides always show the same DAG.
 
@@ -84,6 +84,9 @@ class DagBuilder(anywidget.AnyWidget):
     #: the last run: ``{"status", "job", "result", "error"}``
     run_state = traitlets.Dict().tag(sync=True)
     height = traitlets.Int(460).tag(sync=True)
+    #: the Export code view: ``{}`` closed; open, ``{"open": True, "code", "error", "note", "custom"}``,
+    #: what `to_code` gives for the document as it is (kept up to date while open)
+    code_export = traitlets.Dict().tag(sync=True)
 
     def __init__(self, dag: Any = None, *, namespace: dict[str, Any] | None = None, palette: Palette | None = None,
                  service: Any = None, auto_refresh: bool = True, **kwargs: Any):
@@ -224,8 +227,25 @@ class DagBuilder(anywidget.AnyWidget):
 
     def to_code(self, dag_name: str = "dag") -> str:
         """Python code that rebuilds this DAG (with `custom_suppliers` in its namespace when the
-        DAG has vertices the builder keeps as objects)."""
+        DAG has vertices the builder keeps as objects). The builder's Export code button shows
+        the same code, with a button that copies it."""
         return self.model.to_code(dag_name)
+
+    def export_code(self, show: bool = True) -> None:
+        """Open (``show``) or close the Export code view under the canvas: `to_code`'s code,
+        refreshed after every edit while it is open."""
+        if not show:
+            self.code_export = {}
+            return
+        try:
+            code, error = self.model.to_code(), ""
+        except BuilderError as exc:
+            code, error = "", f"cannot export: {exc}"
+        errors = [p for p in self.model.problems() if p.level == "error"]
+        note = (f"the canvas has {len(errors)} error{'s' if len(errors) > 1 else ''} (the first: {errors[0].message}): "
+                "this code runs once they are fixed") if errors else ""
+        self.code_export = {"open": True, "code": code, "error": error, "note": note,
+                            "custom": sorted(self.model.custom_suppliers)}
 
     @property
     def custom_suppliers(self) -> dict[str, Any]:
@@ -283,6 +303,8 @@ class DagBuilder(anywidget.AnyWidget):
             self.problems = m.problems_json()
             self.can_undo = m.can_undo
             self.can_redo = m.can_redo
+            if self.code_export:
+                self.export_code()
 
     def _say(self, text: str) -> None:
         self.message = text
@@ -342,6 +364,8 @@ class DagBuilder(anywidget.AnyWidget):
             m.layout()
         elif cmd == "run":
             self.run()
+        elif cmd in ("export_code", "close_export"):
+            self.export_code(cmd == "export_code")
         else:
             raise BuilderError(f"unknown command {cmd!r}")
         self._say("")

@@ -5,7 +5,8 @@
 // The kernel owns the document: the `doc` trait (vertices, edges), its validation (`problems`),
 // `palette_kinds`, `can_undo` / `can_redo`, `message` / `message_seq`, `run_state` and `height`.
 // This module draws them and sends commands back: {cmd: "add_vertex" | "connect" |
-// "update_vertex" | "update_edge" | "move" | "delete" | "undo" | "redo" | "layout" | "run"}.
+// "update_vertex" | "update_edge" | "move" | "delete" | "undo" | "redo" | "layout" | "run" |
+// "export_code" | "close_export"}; the exported code comes back in the `code_export` trait.
 // Node drags, selection and the viewport (pan, zoom) are local; a drag is sent as one `move`
 // when the node is dropped, and an auto-layout computed here by ELK as one `move` of every
 // vertex, so the kernel keeps every position (and one undo step per gesture).
@@ -30,7 +31,7 @@ import { elkLayout } from "./layout.js";
 import { SidePanel } from "./panel.jsx";
 
 let instances = 0; // one React Flow id per view: SVG marker ids must not clash between builders
-const LEGIBLE_ZOOM = 0.7; // below this a node's 11 px text is under 8 px: fit no further, pan instead
+const FIT_MIN_ZOOM = 0.1; // React Flow's own minZoom below
 const FIT_MAX_ZOOM = 1.1;
 const FIT_PAD = 20; // pixels around the fitted DAG
 const PANEL_AUTO_WIDTH = 1100; // a builder at least this wide opens with its side panel
@@ -193,6 +194,55 @@ function Palette({ kinds, onDown }) {
   );
 }
 
+// Copy text to the clipboard: the async Clipboard API where the page may use it (JupyterLab on
+// localhost or https), else a selected hidden textarea and the copy command. True if copied.
+async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch (err) {
+    console.warn("jetbench builder: the Clipboard API refused, copying by selection", err);
+  }
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.appendChild(area);
+  area.select();
+  let ok = false;
+  try { ok = document.execCommand("copy"); } catch { ok = false; }
+  area.remove();
+  return ok;
+}
+
+// Export code: what DagBuilder.to_code() gives for the canvas as it is (the kernel refreshes it
+// after every edit while this is open), with a button to copy it into a cell.
+function ExportPanel({ exported, send }) {
+  const [copied, setCopied] = useState("");
+  const code = exported.code || "";
+  useEffect(() => { setCopied(""); }, [code]);
+  const copy = async () => setCopied((await copyText(code)) ? "copied: paste it into a cell" : "could not copy: select the code and copy it");
+  const custom = exported.custom || [];
+  return (
+    <div className="jbb-export" data-error={exported.error ? "true" : "false"}>
+      <div className="jbb-export-head">
+        <b>Python code that rebuilds this DAG</b>
+        <span className="jbb-dim"> (<code>builder.to_code()</code>; the code reads the notebook's names{custom.length ? <>, and <code>custom_suppliers = builder.custom_suppliers</code> for {custom.join(", ")}</> : null})</span>
+        <span className="jbb-export-actions">
+          <button className="jbb-copy" title="Copy the code to the clipboard" disabled={!code} onClick={copy}>Copy</button>
+          <button className="jbb-export-close" title="Close" onClick={() => send({ cmd: "close_export" })}>✕</button>
+          <span className="jbb-copied" role="status">{copied}</span>
+        </span>
+      </div>
+      {exported.note ? <div className="jbb-export-note">{exported.note}</div> : null}
+      {exported.error ? <div className="jbb-export-error">{exported.error}</div> : <pre className="jbb-code">{code}</pre>}
+    </div>
+  );
+}
+
 // JupyterLab's theme: <body data-jp-theme-light="false"> in a dark one (React Flow has a dark mode).
 function useJupyterDark() {
   const read = () => document.body?.dataset?.jpThemeLight === "false";
@@ -237,7 +287,7 @@ function Builder({ model, t0, stats }) {
   // the side panel: open when a vertex or edge is selected, or by its button; a narrow builder
   // starts with it closed so that the canvas gets the room
   const [panelOpen, setPanelOpen] = useState(null);
-  const [overflow, setOverflow] = useState(false); // the DAG is wider than the canvas at a legible zoom
+  const exported = useTrait(model, "code_export") || {};
   const autoView = useRef(true); // the view is the fit (not panned or zoomed by the user): refit on resize
   const applied = useRef({ doc, kinds, probs });
   const fitAfterUpdate = useRef(false);
@@ -354,8 +404,8 @@ function Builder({ model, t0, stats }) {
     if (selectedIds.length) send({ cmd: "delete", ids: selectedIds });
   }, [selectedIds, send]);
 
-  // Zoom to fit, but never below LEGIBLE_ZOOM: a DAG wider than that shows its sources at the left
-  // edge (the minimap shows the rest); a taller one its top.
+  // Zoom to fit the whole DAG in the canvas as it is now (however narrow: the user zooms in to
+  // read a big one), centred.
   const fit = useCallback(() => {
     const el = flowRef.current;
     const ns = rf.getNodes();
@@ -364,17 +414,18 @@ function Builder({ model, t0, stats }) {
     const b = rf.getNodesBounds(ns);
     const pad = FIT_PAD;
     const best = Math.min((w - 2 * pad) / Math.max(b.width, 1), (h - 2 * pad) / Math.max(b.height, 1), FIT_MAX_ZOOM);
-    const zoom = Math.max(best, LEGIBLE_ZOOM);
-    const x = b.width * zoom <= w - 2 * pad ? (w - b.width * zoom) / 2 - b.x * zoom : pad - b.x * zoom;
-    const y = b.height * zoom <= h - 2 * pad ? (h - b.height * zoom) / 2 - b.y * zoom : pad - b.y * zoom;
+    const zoom = Math.max(best, FIT_MIN_ZOOM);
+    const x = (w - b.width * zoom) / 2 - b.x * zoom;
+    const y = (h - b.height * zoom) / 2 - b.y * zoom;
     rf.setViewport({ x, y, zoom });
     autoView.current = true;
-    setOverflow(best < LEGIBLE_ZOOM);
     if (rootRef.current) rootRef.current.dataset.fitZoom = zoom.toFixed(3);
   }, [rf]);
 
-  // the first fit once every node is measured; again after a layout arrives from the kernel
-  const fittedOnce = useRef(false);
+  // the first fit once every node is measured; again after a layout arrives from the kernel. A
+  // builder that opens empty keeps React Flow's own view (1:1 at the origin): its first vertices
+  // stay where they are dropped, and no fit moves them under the user's hand
+  const fittedOnce = useRef(doc.vertices.length === 0);
   useEffect(() => {
     if (initialized && !fittedOnce.current && nodes.length) {
       fittedOnce.current = true;
@@ -512,6 +563,9 @@ function Builder({ model, t0, stats }) {
           <button className={"jbb-panel-toggle" + (panelOpen ? " jbb-on" : "")} aria-pressed={!!panelOpen}
             title={panelOpen ? "Hide the side panel" : "Show the side panel (properties, problems, help)"}
             onClick={() => setPanelOpen(!panelOpen)}>◨ Panel</button>
+          <button className={"jbb-export-code" + (exported.open ? " jbb-on" : "")} aria-pressed={!!exported.open}
+            title="The Python code that rebuilds this DAG (DagBuilder.to_code()), to copy into a cell"
+            disabled={!doc.vertices.length} onClick={() => send({ cmd: exported.open ? "close_export" : "export_code" })}>⟨/⟩ Export code</button>
           <button className="jbb-run" title="Run the DAG on an ExecutionService" disabled={nErr > 0 || !doc.vertices.length} onClick={() => send({ cmd: "run" })}>▶ Run</button>
           <span className="jbb-summary" data-errors={String(nErr)}>{summary}</span>
           <span className="jbb-message" role="status" data-shown={flash ? "true" : "false"}>{flash}</span>
@@ -543,12 +597,13 @@ function Builder({ model, t0, stats }) {
             >
               <Background gap={16} size={1} />
               <Controls showInteractive={false} position="bottom-left" />
-              {doc.vertices.length >= 12 || overflow ? <MiniMap position="top-right" pannable zoomable nodeStrokeWidth={3}
+              {doc.vertices.length >= 12 ? <MiniMap position="top-right" pannable zoomable nodeStrokeWidth={3}
                 nodeColor={(n) => catColor(n.data?.kind?.category)} style={{ width: 150, height: 100 }} /> : null}
             </ReactFlow>
           </div>
           {panelOpen ? <SidePanel doc={doc} kinds={kinds} probs={probs} selected={selected} send={send} /> : null}
         </div>
+        {exported.open ? <ExportPanel exported={exported} send={send} /> : null}
         <RunBar state={runState} />
       </div>
     </Ctx.Provider>
