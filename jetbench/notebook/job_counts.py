@@ -9,7 +9,16 @@ summary of it (the progress line of `jetbench.notebook.progress`, its notebook w
 >>> counts.sources_out, counts.sinks_in
 (3, 3)
 >>> summary(counts)  # doctest: +ELLIPSIS
-"jetbench · job '...' completed in ... s · sources emitted 3 · sinks received 3 · ... items/s on average"
+"jetbench · job '...' completed in ... s · sources emitted 3 · sinks received 3 · ... items/s out of the sources on average"
+
+The rate is the sources' (a job whose sinks receive few items, an aggregation's results, is as
+fast as what it reads). A job that restarted from a snapshot counts from there (its new
+tasklets start at the snapshot's offsets), and the line says so, so that fewer items than the
+input do not read as items lost:
+
+>>> from dataclasses import replace
+>>> restart_note(replace(counts, restarts=1, restored_from=3))
+'counted since restart 1 from snapshot #3 (the items before it are in the snapshot)'
 """
 
 from __future__ import annotations
@@ -40,6 +49,9 @@ class JobCounts:
     sinks: tuple[str, ...]
     error: str | None = None
     error_vertex: str | None = None
+    #: restarts after failures, and the snapshot the counted execution started from (0: none)
+    restarts: int = 0
+    restored_from: int = 0
 
     @classmethod
     def of(cls, job: Any) -> JobCounts:
@@ -52,12 +64,19 @@ class JobCounts:
         if failure is not None:
             error = str(failure).splitlines()[0] if str(failure) else type(failure).__name__
             vertex = getattr(failure, "vertex", None)
+        snapshots = m.snapshots
         return cls(
             m.job, m.status, m.elapsed_s,
             sum(t.emitted_count for t in m.tasklets if t.vertex in sources),
             sum(t.received_count for t in m.tasklets if t.vertex in sinks),
             sources, sinks, error, vertex,
+            snapshots.restarts if snapshots else 0, snapshots.restored_from if snapshots else 0,
         )
+
+    @property
+    def average_rate(self) -> float:
+        """Items out of the sources per second, over the whole run so far."""
+        return self.sources_out / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     @property
     def done(self) -> bool:
@@ -71,12 +90,32 @@ def thousands(x: float) -> str:
     return f"{x:,.0f}"
 
 
+def rate_text(c: JobCounts, rate: float | None = None) -> str:
+    """Items/s out of the sources: ``rate`` (the live one) while the job runs, else the whole
+    run's average."""
+    if c.done or rate is None:
+        return f"{thousands(c.average_rate)} items/s out of the sources" + (" on average" if c.done else "")
+    return f"{thousands(rate)} items/s out of the sources"
+
+
+def restart_note(c: JobCounts) -> str:
+    """Why the counts can be below the input: they start at the snapshot the job restarted (or
+    started) from; empty for a job that ran from its start."""
+    if c.restarts:
+        since = f"restart {c.restarts} from snapshot #{c.restored_from}" if c.restored_from \
+            else f"restart {c.restarts} (from the start: no snapshot yet)"
+    elif c.restored_from:
+        since = f"the start from snapshot #{c.restored_from}"
+    else:
+        return ""
+    tail = " (the items before it are in the snapshot)" if c.restored_from else ""
+    return f"counted since {since}{tail}"
+
+
 def summary(c: JobCounts, rate: float | None = None) -> str:
-    """One line: the job, its status and time, what its sources emitted and its sinks received,
-    and items/s (``rate``, else the whole run's average into the sinks, or out of the sources
-    when it has no sink input)."""
-    moved = c.sinks_in or c.sources_out
-    avg = moved / c.elapsed_s if c.elapsed_s > 0 else 0.0
+    """One line: the job, its status and time, what its sources emitted and its sinks received
+    (since a restart, if any: `restart_note`), and items/s out of the sources (``rate``, else
+    the whole run's average)."""
     if c.done:
         verb = {"completed": "completed in", "failed": "failed after", "cancelled": "cancelled after"}.get(
             c.status, f"{c.status} after")
@@ -87,8 +126,9 @@ def summary(c: JobCounts, rate: float | None = None) -> str:
         head = f"jetbench · job {c.job!r} suspended at {c.elapsed_s:.1f} s (waiting for resume)"
     else:
         head = f"jetbench · job {c.job!r} running {c.elapsed_s:.1f} s"
-    speed = f"{thousands(avg)} items/s on average" if c.done else f"{thousands(avg if rate is None else rate)} items/s"
-    return f"{head} · sources emitted {thousands(c.sources_out)} · sinks received {thousands(c.sinks_in)} · {speed}"
+    note = restart_note(c)
+    counted = f"sources emitted {thousands(c.sources_out)} · sinks received {thousands(c.sinks_in)}"
+    return f"{head} · {counted}{' ' + note if note else ''} · {rate_text(c, rate)}"
 
 
 def run_job(p: Any) -> Any:

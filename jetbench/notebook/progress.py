@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .job_counts import JobCounts, thousands
+from .job_counts import JobCounts, restart_note, thousands
 
 #: ``JETBENCH_PROGRESS=0`` (or false/off/no) turns the progress line off by default.
 ENV_VAR = "JETBENCH_PROGRESS"
@@ -83,7 +83,7 @@ class Reporter:
         self.ticks = 0
         self.cpu_s = 0.0  # CPU of this reporter's ticks (the waiting thread's time)
         self._next = time.monotonic()
-        self._last: tuple[float, int] | None = None  # (elapsed, sinks_in or sources_out) of the previous tick
+        self._last: tuple[float, int] | None = None  # (elapsed, sources_out) of the previous tick
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -95,10 +95,10 @@ class Reporter:
             return
         c0 = time.thread_time()
         counts = JobCounts.of(self.job)
-        moved = counts.sinks_in or counts.sources_out
+        moved = counts.sources_out
         rate = None
-        if self._last is not None and counts.elapsed_s > self._last[0]:
-            rate = (moved - self._last[1]) / (counts.elapsed_s - self._last[0])
+        if self._last is not None and counts.elapsed_s > self._last[0] and moved >= self._last[1]:
+            rate = (moved - self._last[1]) / (counts.elapsed_s - self._last[0])  # (a restart counts from its snapshot)
         self._last = (counts.elapsed_s, moved)
         if not self.shown:
             self.shown = True
@@ -139,7 +139,7 @@ class Reporter:
 
 
 class TqdmReporter(Reporter):
-    """A tqdm bar on stderr counting the items into the sinks (out of the sources if none)."""
+    """A tqdm bar on stderr counting the items out of the sources (its rate is theirs)."""
 
     def __init__(self, job: Any, interval_s: float, delay_s: float, file: Any = None):
         super().__init__(job, interval_s, delay_s)
@@ -155,8 +155,13 @@ class TqdmReporter(Reporter):
         self.update(counts, None)
 
     def update(self, counts: JobCounts, rate: float | None) -> None:
-        moved = counts.sinks_in or counts.sources_out
-        self.bar.set_postfix_str(f"sources {thousands(counts.sources_out)} out · sinks {thousands(counts.sinks_in)} in", refresh=False)
+        moved = counts.sources_out
+        note = restart_note(counts)
+        self.bar.set_postfix_str(f"sources {thousands(counts.sources_out)} out · sinks {thousands(counts.sinks_in)} in"
+                                 + (f" · {note}" if note else ""), refresh=False)
+        if moved < self._count:  # a restart: the counts start again at the snapshot
+            self.bar.reset()
+            self._count = 0
         self.bar.update(moved - self._count)
         self._count = moved
 

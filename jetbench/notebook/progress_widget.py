@@ -18,7 +18,7 @@ import ipywidgets
 import traitlets
 
 from ._assets import asset_text
-from .job_counts import JobCounts, summary
+from .job_counts import JobCounts, rate_text, restart_note, summary
 
 
 def _state_to_json(state: dict[str, Any], _widget: Any) -> str:
@@ -43,9 +43,8 @@ class ProgressLine(anywidget.AnyWidget):
         self.set_counts(counts, None)
 
     def set_counts(self, c: JobCounts, rate: float | None, final: bool = False) -> None:
-        moved = c.sinks_in or c.sources_out
-        avg = moved / c.elapsed_s if c.elapsed_s > 0 else 0.0
-        self.text = summary(c, None if final else rate)
+        live = None if final else rate
+        self.text = summary(c, live)
         self.state = {
             "job": c.job,
             "status": c.status,
@@ -55,7 +54,9 @@ class ProgressLine(anywidget.AnyWidget):
             "sinks_in": c.sinks_in,
             "sources": list(c.sources),
             "sinks": list(c.sinks),
-            "rate": round(avg if rate is None or final else rate, 1),
+            "rate": round(c.average_rate if live is None else live, 1),
+            "rate_text": rate_text(c, live),
+            "restart": restart_note(c),
             "error": c.error,
             "error_vertex": c.error_vertex,
             "text": self.text,

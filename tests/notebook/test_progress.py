@@ -15,7 +15,7 @@ from nbclient import NotebookClient
 from jetbench import ExecutionService, Pipeline, sinks, sources
 from jetbench.core.errors import JobTimeout
 from jetbench.notebook import progress
-from jetbench.notebook.job_counts import JobCounts, summary
+from jetbench.notebook.job_counts import JobCounts, summary, thousands
 from jetbench.notebook.progress import (
     TqdmReporter,
     progress_wanted,
@@ -69,6 +69,60 @@ def test_summary_names_sources_sinks_and_the_end():
     assert "sources emitted 50 · sinks received 50" in summary(counts)
 
 
+def test_the_rate_is_the_sources_and_labelled():
+    """A count of 2,000 items sends one result to its sink: the rate is of the 2,000 the sources
+    emitted, said so, not of the one item the sink received."""
+    from jetbench import aggregate
+    from jetbench.notebook.progress_widget import ProgressLine
+
+    p = Pipeline()
+    p.read_from(sources.items(range(2000))).aggregate(aggregate.counting()).write_to(sinks.collect())
+    job = ExecutionService(cooperative_threads=1).submit(p.to_dag(), name="count")
+    assert job.join(30, progress=False) == [2000]
+    counts = JobCounts.of(job)
+    assert (counts.sources_out, counts.sinks_in) == (2000, 1)
+    want = f" · {thousands(2000 / counts.elapsed_s)} items/s out of the sources on average"
+    assert summary(counts).endswith(want), summary(counts)
+    line = ProgressLine(counts)
+    line.set_counts(counts, 5.0, final=True)
+    assert line.state["rate"] == round(2000 / counts.elapsed_s, 1) and line.state["rate_text"] == want[3:]
+    assert line.state["restart"] == ""
+
+
+def test_a_restarted_job_says_its_counts_start_at_the_snapshot(tmp_path):
+    """After a failure the job restarts from its last snapshot and its new tasklets count from
+    there: fewer than the input. The summary, the widget and the terminal bar say so."""
+    from jetbench import JobConfig
+    from jetbench.notebook.progress_widget import ProgressLine
+
+    failed: list[int] = []
+
+    def fail_once(x: int) -> int:
+        if x == 1500 and not failed:
+            failed.append(x)
+            raise RuntimeError("injected failure")
+        return x
+
+    p = Pipeline()
+    p.read_from(sources.generator(5000, count=3000)).map(fail_once).write_to(sinks.collect())
+    config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=tmp_path / "s.sqlite")
+    job = ExecutionService(cooperative_threads=1).submit(p.to_dag(), name="again", config=config)
+    assert sorted(job.join(60, progress=False)) == list(range(3000))  # nothing lost
+    counts = JobCounts.of(job)
+    assert counts.restarts == 1 and counts.restored_from >= 1, counts
+    assert counts.sources_out < 3000  # counted from the snapshot on
+    note = f"counted since restart 1 from snapshot #{counts.restored_from} (the items before it are in the snapshot)"
+    assert f"sinks received {thousands(counts.sinks_in)} {note} · " in summary(counts), summary(counts)
+    line = ProgressLine(counts)
+    line.set_counts(counts, None, final=True)
+    assert line.state["restart"] == note
+    out = io.StringIO()
+    bar = TqdmReporter(job, 0.0, 0.0, file=out)
+    bar.show(counts)
+    bar.finish(counts, on_waiting_thread=True)
+    assert note in out.getvalue()
+
+
 class _Recorder(progress.Reporter):
     """A reporter that records what it was asked to show."""
 
@@ -98,7 +152,7 @@ def test_a_suspended_job_is_not_done_and_its_line_is_not_frozen(tmp_path):
     assert counts.status == "suspended" and not counts.done and counts.error is None
     line = summary(counts, rate=0.0)
     assert line.startswith("jetbench · job 'held' suspended at ") and "waiting for resume" in line
-    assert line.endswith(" 0 items/s"), line  # a live rate, not a whole-run average
+    assert line.endswith(" 0 items/s out of the sources"), line  # a live rate, not a whole-run average
     # join waits on through a suspension (here until its timeout): the job is not over
     with pytest.raises(JobTimeout, match="still suspended"):
         job.join(0.05, progress=False)

@@ -1,4 +1,4 @@
-// jetbench progress line: status · job · elapsed · sources emitted · sinks received · items/s · [dashboard]
+// jetbench progress line: status · job · elapsed · sources emitted · sinks received · [since a restart] · items/s out of the sources · [dashboard]
 // The kernel sets `state` (a JSON string) a few times a second while run()/join() waits, and a
 // last time, with final=true, when the job ends. The button asks the kernel to open the full
 // dashboard below; every command carries an id the kernel acknowledges, so a kernel too busy to
@@ -21,6 +21,7 @@ function render({ model, el }) {
     `<span class="jbp-elapsed jbp-num"></span>` +
     `<span class="jbp-dim">sources emitted</span><span class="jbp-sources jbp-num"></span>` +
     `<span class="jbp-dim">sinks received</span><span class="jbp-sinks jbp-num"></span>` +
+    `<span class="jbp-restart jbp-dim"></span>` +
     `<span class="jbp-rate jbp-num"></span>` +
     `<span class="jbp-error"></span>` +
     `<button type="button" class="jbp-open" title="the job's full dashboard: tasklets, queues, CPU, idle controls, cancel">dashboard ▸</button>` +
@@ -69,7 +70,9 @@ function render({ model, el }) {
     sinks.textContent = grouped(s.sinks_in);
     sinks.dataset.value = String(s.sinks_in ?? 0);
     sinks.title = (s.sinks || []).join(", ");
-    $(".jbp-rate").textContent = `${grouped(s.rate)} items/s${s.final ? " on average" : ""}`;
+    $(".jbp-restart").textContent = s.restart ?? "";
+    $(".jbp-restart").hidden = !s.restart;
+    $(".jbp-rate").textContent = s.rate_text ?? `${grouped(s.rate)} items/s${s.final ? " on average" : ""}`;
     const err = $(".jbp-error");
     err.textContent = s.error && s.status === "failed" ? (s.error_vertex ? `in ${s.error_vertex}: ` : "") + s.error : "";
     err.hidden = !(s.error && s.status === "failed");
