@@ -158,7 +158,7 @@ def check_code(data: SnapshotData, code: dict[str, dict[str, str]], name: str, s
     if not changes:
         return
     listed = "; ".join(f"vertex {vertex!r}: {', '.join(parts)}" for vertex, parts in sorted(changes.items()))
-    head = (f"job {name!r}: the code of {len(changes)} vertex{'es' if len(changes) > 1 else ''} differs from when "
+    head = (f"job {name!r}: the code of {len(changes)} vert{'ices' if len(changes) > 1 else 'ex'} differs from when "
             f"{what} in the snapshot store {store.path!r} was taken ({listed})")
     if on_change == "refuse":
         raise CodeChangedError(f"{head}. It was refused (on_code_change='refuse'): run the code that took it, or "

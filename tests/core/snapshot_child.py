@@ -18,8 +18,11 @@ back, which shows whether the job ran again.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 from jetbench import ExecutionService, Pipeline, aggregate, sinks, sources
 from jetbench.core.job_config import JobConfig
@@ -32,7 +35,7 @@ def weight(x):
     return x  # WEIGHT: the tests write other versions of this line
 
 
-def pipeline(out: str) -> Pipeline:
+def pipeline(out: str, weight_fn=weight) -> Pipeline:
     os.makedirs(out, exist_ok=True)
     log = os.path.join(out, "side-effects.log")
 
@@ -45,10 +48,57 @@ def pipeline(out: str) -> Pipeline:
     p = Pipeline()
     (p.read_from(sources.generator(RATE, timestamped=False, count=N))
         .map(side_effect)
-        .group_by(lambda x: x % KEYS).aggregate(aggregate.summing(weight))
+        .group_by(lambda x: x % KEYS).aggregate(aggregate.summing(weight_fn))
         .map(lambda kv: f"{kv[0]}={kv[1]}")
         .write_to(sinks.collect()))
     return p
+
+
+# -- the parent's side: the child's code, edited, and a run of it -------------------------------
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+EXPECTED = " ".join(sorted(f"{k}={sum(x for x in range(N) if x % 7 == k)}" for k in range(7)))
+
+
+def child_script(tmp_path: Path, weight: str = "x") -> Path:
+    """The child's code, with ``weight(x)`` returning ``weight``."""
+    script = tmp_path / f"child_{len(list(tmp_path.glob('child_*.py')))}.py"
+    code = (HERE / "snapshot_child.py").read_text()
+    marked = "return x  # WEIGHT"
+    assert marked in code
+    script.write_text(code.replace(marked, f"return {weight}  # WEIGHT"))
+    return script
+
+
+def run_child(script: Path, store: Path, out: Path, hook: str, *extra: str, kill_on: str | None = None,
+              timeout: float = 60) -> tuple[list[str], str, int]:
+    """Run the child; with ``kill_on``, SIGKILL it once it prints a line starting so. Its
+    stdout lines, its stderr and its return code."""
+    child = subprocess.Popen([sys.executable, str(script), str(store), str(out), hook, *extra],
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: list[str] = []
+    try:
+        assert child.stdout is not None
+        if kill_on is not None:
+            for line in child.stdout:
+                lines.append(line.strip())
+                if line.startswith(kill_on):
+                    child.send_signal(signal.SIGKILL)
+                    break
+        out_text, err = child.communicate(timeout=timeout)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    lines += out_text.splitlines()
+    if kill_on is not None:
+        assert child.returncode == -signal.SIGKILL, f"the child was not killed: {lines}\n{err}"
+    return lines, err, child.returncode
+
+
+# -- the child ---------------------------------------------------------------------------------
 
 
 def main() -> None:

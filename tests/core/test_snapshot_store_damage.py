@@ -8,9 +8,7 @@ or a disk would."""
 from __future__ import annotations
 
 import os
-import signal
 import sqlite3
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -26,45 +24,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 import snapshot_child  # noqa: E402
-
-EXPECTED = " ".join(sorted(f"{k}={sum(x for x in range(snapshot_child.N) if x % 7 == k)}" for k in range(7)))
-
-
-def child_script(tmp_path: Path, weight: str = "x") -> Path:
-    """The child's code, with ``weight(x)`` returning ``weight``."""
-    script = tmp_path / f"child_{abs(hash(weight))}.py"
-    code = (HERE / "snapshot_child.py").read_text()
-    marked = "return x  # WEIGHT"
-    assert marked in code
-    script.write_text(code.replace(marked, f"return {weight}  # WEIGHT"))
-    return script
-
-
-def run_child(script: Path, store: Path, out: Path, hook: str, *extra: str, kill_on: str | None = None,
-              timeout: float = 60) -> tuple[list[str], str, int]:
-    """Run the child; with ``kill_on``, SIGKILL it once it prints a line starting so. Its
-    stdout lines, its stderr and its return code."""
-    child = subprocess.Popen([sys.executable, str(script), str(store), str(out), hook, *extra],
-                             env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    lines: list[str] = []
-    try:
-        assert child.stdout is not None
-        if kill_on is not None:
-            for line in child.stdout:
-                lines.append(line.strip())
-                if line.startswith(kill_on):
-                    child.send_signal(signal.SIGKILL)
-                    break
-        out_text, err = child.communicate(timeout=timeout)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    lines += out_text.splitlines()
-    if kill_on is not None:
-        assert child.returncode == -signal.SIGKILL, f"the child was not killed: {lines}\n{err}"
-    return lines, err, child.returncode
+from snapshot_child import EXPECTED, child_script, run_child  # noqa: E402
 
 
 def killed_after_snapshots(tmp_path: Path, n: int = 3) -> Path:
