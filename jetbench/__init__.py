@@ -37,6 +37,7 @@ from .core import (
     Vertex,
     Watermark,
 )
+from .core.errors import register_location_label
 from .core.job import register_view, register_waiter
 from .pipeline import Pipeline, PipelineError
 from .processors.builder_kind import BuilderError
@@ -94,6 +95,16 @@ def _wait(job: Job, wait: Callable[[float | None], bool], timeout: float | None,
 
 
 register_waiter(_wait)
+
+
+def _cell_label(filename: str) -> str | None:
+    """How error reports name a notebook cell's code (``Cell In[5]``): `jetbench.notebook.cell_names`."""
+    from .notebook.cell_names import cell_label
+
+    return cell_label(filename)
+
+
+register_location_label(_cell_label)
 
 
 __all__ = [

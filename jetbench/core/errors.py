@@ -14,7 +14,8 @@ import os
 import reprlib
 import traceback
 import weakref
-from types import CodeType, TracebackType
+from collections.abc import Callable
+from types import CodeType, FrameType, TracebackType
 
 #: the engine's own machinery: frames in these files come before the user's code in a failure
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -62,21 +63,83 @@ def is_engine_code(code: CodeType) -> bool:
     return is_engine_file(code.co_filename) or code in _GENERATED_CODE
 
 
+#: how a report names a file of code: a notebook cell's code as IPython does (``Cell In[5]``),
+#: set by the layer that knows IPython (`register_location_label`); None for a real file
+_location_label: Callable[[str], str | None] | None = None
+
+
+def register_location_label(label: Callable[[str], str | None] | None) -> None:
+    """Name the code of ``filename`` in reports with ``label(filename)`` (None: its path)."""
+    global _location_label
+    _location_label = label
+
+
+def location_label(filename: str) -> str | None:
+    """``Cell In[5]`` for the code of a notebook cell, None for a file (or no label known)."""
+    label = _location_label
+    if label is None:
+        return None
+    try:
+        return label(filename)
+    except Exception:  # naming a cell never breaks an error report
+        return None
+
+
+def location(filename: str, lineno: int | None) -> str:
+    """Where a line is, as a user reads it: ``Cell In[5], line 3`` or ``/path/file.py:3``."""
+    label = location_label(filename)
+    return f"{label}, line {lineno}" if label else f"{filename}:{lineno}"
+
+
+def _positioned(tb: TracebackType | None, keep: list[bool] | None = None) -> traceback.StackSummary:
+    """The frames of ``tb`` (those ``keep`` marks, else all) with their column positions, so that
+    a formatted frame carries the caret under the failing expression."""
+    stack = traceback.TracebackException(BaseException, BaseException(), tb).stack
+    return traceback.StackSummary.from_list(
+        [fs for k, fs in enumerate(stack) if keep is None or (k < len(keep) and keep[k])])
+
+
 def user_frames(tb: TracebackType | None) -> traceback.StackSummary:
     """The frames of a processor failure's traceback from the first one outside the engine
     inward (the user's function and what it called); the innermost frame if all are the engine's."""
-    entries = list(traceback.walk_tb(tb))
-    for k, (frame, _) in enumerate(entries):
-        if not is_engine_code(frame.f_code):
-            return traceback.StackSummary.extract(entries[k:])
-    return traceback.StackSummary.extract(entries[-1:])
+    codes = [frame.f_code for frame, _ in traceback.walk_tb(tb)]
+    first = next((k for k, code in enumerate(codes) if not is_engine_code(code)), len(codes) - 1)
+    return _positioned(tb, [k >= first for k in range(len(codes))])
 
 
 def caller_frames(tb: TracebackType | None) -> traceback.StackSummary:
-    """The frames of an error's traceback outside the engine (the user's calls that led to it)."""
-    return traceback.StackSummary.extract(
-        (frame, line) for frame, line in traceback.walk_tb(tb) if not is_engine_code(frame.f_code)
-    )
+    """The frames of an error's traceback outside jetbench (the user's calls that led to it),
+    from the first notebook cell's on when there is one (not the IPython frame that ran it)."""
+    frames: list[FrameType] = [frame for frame, _ in traceback.walk_tb(tb)]
+    keep = [not (is_engine_code(frame.f_code) or frame.f_code.co_filename.startswith(_PACKAGE_DIR + os.sep))
+            for frame in frames]
+    cell = next((k for k, frame in enumerate(frames) if location_label(frame.f_code.co_filename)), 0)
+    return _positioned(tb, [wanted and k >= cell for k, wanted in enumerate(keep)])
+
+
+def drop_duplicate_generated_frames(exc: BaseException) -> None:
+    """Leave out of ``exc``'s traceback a generated frame that only called the next generated
+    one (a fused chain's function calling its comprehension): both stand at the user's inlined
+    expression, so a traceback would print the user's line twice."""
+    entries = list(_tb_entries(exc.__traceback__))
+    kept = [tb for k, tb in enumerate(entries)
+            if not (k + 1 < len(entries) and is_generated_code(tb.tb_frame.f_code)
+                    and is_generated_code(entries[k + 1].tb_frame.f_code))]
+    if len(kept) == len(entries):
+        return
+    for tb, nxt in zip(kept, kept[1:], strict=False):
+        tb.tb_next = nxt
+    if kept:
+        kept[-1].tb_next = None
+    exc.__traceback__ = kept[0] if kept else None
+
+
+def _tb_entries(tb: TracebackType | None) -> list[TracebackType]:
+    out = []
+    while tb is not None:
+        out.append(tb)
+        tb = tb.tb_next
+    return out
 
 
 _SHORT = reprlib.Repr()
@@ -110,7 +173,19 @@ def noted_item(exc: BaseException) -> tuple[str, object] | None:
 
 
 def _format_frames(frames: traceback.StackSummary) -> list[str]:
-    return ["Traceback (most recent call last):\n", *frames.format()] if frames else []
+    """``frames`` as Python prints them (source line, caret), a notebook cell's code named as
+    IPython names it (``Cell In[5], line 3, in <lambda>``)."""
+    if not frames:
+        return []
+    lines = ["Traceback (most recent call last):\n"]
+    for fs in frames:
+        text = frames.format_frame_summary(fs)
+        label = location_label(fs.filename)
+        head = f'  File "{fs.filename}", line {fs.lineno}'
+        if label and text.startswith(head):
+            text = f"  {label}, line {fs.lineno}{text[len(head):]}"
+        lines.append(text)
+    return lines
 
 
 class JetbenchError(Exception):
@@ -178,7 +253,7 @@ def failure_report(exc: BaseException, fallback_batch: list[object] | None = Non
     frames = user_frames(exc.__traceback__)
     frame = frames[0] if frames else None
     if frame is not None:
-        lines.append(f"  in {frame.name}, {frame.filename}:{frame.lineno}")
+        lines.append(f"  in {frame.name}, {location(frame.filename, frame.lineno)}")
         source = (frame.line or "").strip()
         if source:
             lines.append(f"    {source if len(source) <= 160 else source[:157] + '...'}")

@@ -13,7 +13,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .clock import SYSTEM_CLOCK, Clock
-from .errors import JetbenchError, JobCancelled, JobError, JobTimeout, failure_report
+from .errors import (
+    JetbenchError,
+    JobCancelled,
+    JobError,
+    JobTimeout,
+    drop_duplicate_generated_frames,
+    failure_report,
+)
 from .idle import Idler
 from .metrics import JobMetrics, WorkerStatistics
 from .sampler import MetricsSampler
@@ -273,6 +280,7 @@ class Job:
         where = f"vertex {tasklet.vertex_name!r} instance {tasklet.index}" if tasklet else "the job"
         # a processor that noted no failing item: report what is left in its inbox, if anything
         left = list(tasklet.inbox) if tasklet is not None and during == "process" else None
+        drop_duplicate_generated_frames(exc)
         kind, item, frame, details = failure_report(exc, left)
         error = JobError(
             "\n".join([f"job {self.name!r} failed in {where} during {during}: {type(exc).__name__}: {exc}",
