@@ -14,12 +14,12 @@ entries), and the **verification record** goes in last, with the number of chunk
 of their bytes. A reader takes the newest slot whose verification record matches its chunks; a
 torn or half-written one is skipped with a `SnapshotWarning` and the other slot is used.
 
-A job also has a **job record**: ``started`` when a run begins, ``running`` with the id of its
-newest snapshot from its first snapshot on (that write is checkpointed into the main file, so
-the record outlives a lost WAL file), and at the end ``completed``, ``failed`` or
-``cancelled``, written in the transaction that deletes its snapshots. It is what tells a job
-that never ran from a store that lost its snapshots, and a job that completed from one that
-has not started (`resume_point`).
+A job also has a **job record**: ``running`` with the id of its newest snapshot, from its
+run's first snapshot on (that write is checkpointed into the main file, so the record outlives
+a lost WAL file), and at the end ``completed``, ``failed`` or ``cancelled``, written in the
+transaction that deletes its snapshots. It is what tells a job that never ran from a store that
+lost its snapshots, and a job that completed from one that has not (`resume_point`). A new run
+of a job that does not resume forgets the earlier run's record and snapshots (`begin`).
 
 Schema::
 
@@ -137,15 +137,15 @@ class SnapshotData:
 
 
 #: the states of a job record: a run began, took a snapshot, ended
-STARTED, RUNNING, COMPLETED, FAILED, CANCELLED = "started", "running", "completed", "failed", "cancelled"
-JOB_STATES = (STARTED, RUNNING, COMPLETED, FAILED, CANCELLED)
+RUNNING, COMPLETED, FAILED, CANCELLED = "running", "completed", "failed", "cancelled"
+JOB_STATES = (RUNNING, COMPLETED, FAILED, CANCELLED)
 
 
 @dataclass(frozen=True)
 class JobRecord:
     """What the store records of a job (``owner`` ``job/<name>``): its ``state`` (`JOB_STATES`),
-    when its run ``started`` and the record was ``updated`` (epoch seconds), and the id of the
-    newest snapshot it committed (0: none yet)."""
+    when its run took its first snapshot (``started``) and when the record was ``updated``
+    (epoch seconds), and the id of the newest snapshot it committed (0: none)."""
 
     owner: str
     state: str
@@ -397,22 +397,25 @@ class SnapshotStore:
         """Set ``owner``'s job record (in the caller's transaction); True if it was not
         ``running`` before (a run's first snapshot, or its end)."""
         old = db.execute("SELECT state, started, snapshot_id FROM job WHERE owner = ?", (owner,)).fetchone()
-        started = float(old[1]) if old is not None and old[0] in (STARTED, RUNNING) else now
+        started = float(old[1]) if old is not None and old[0] == RUNNING else now
         sid = snapshot_id if snapshot_id is not None else (int(old[2]) if old is not None else 0)
         db.execute("INSERT OR REPLACE INTO job VALUES (?, ?, ?, ?, ?)", (owner, state, started, now, sid))
         return old is None or old[0] != state
 
     def begin(self, owner: str) -> None:
         """A new run of the job ``owner`` starts (not from its own snapshots): forget the
-        snapshots an earlier run left (a later resume must not take them for this run's) and
-        record it ``started``, in one transaction."""
+        snapshots and the record an earlier run left, in one transaction (a later resume must
+        not take them for this run's). Nothing is written when there are none."""
         with self._connect() as db:
+            left = db.execute("SELECT 1 FROM job WHERE owner = ? UNION ALL SELECT 1 FROM chunk WHERE owner = ? "
+                              "LIMIT 1", (owner, owner)).fetchone()
+            if left is None:
+                return
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute("DELETE FROM verification WHERE owner = ?", (owner,))
                 db.execute("DELETE FROM chunk WHERE owner = ?", (owner,))
                 db.execute("DELETE FROM job WHERE owner = ?", (owner,))
-                self._set_record(db, owner, STARTED, time.time(), 0)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
