@@ -113,6 +113,9 @@ def _private_imports(where: str, code: str) -> list[str]:
     or a private module, or a name taken from deep inside a package that exports it higher up."""
     found = []
     for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("jetbench", "jb") \
+                and f"jetbench.{node.attr}".startswith(INTERNAL):
+            found.append(f"{where} (line {node.lineno}): {ast.unparse(node)} is not public")
         modules = [a.name for a in node.names] if isinstance(node, ast.Import) else (
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
         for module in modules:
@@ -148,6 +151,8 @@ def test_the_scan_finds_a_private_import():
         "x (line 1): from jetbench.core.job_config import JobConfig: jetbench.core.job_config is not public"]
     assert _private_imports("x", "from jetbench.nexmark.config import NexmarkConfig") == [
         "x (line 1): from jetbench.nexmark.config import NexmarkConfig: import NexmarkConfig from jetbench.nexmark"]
+    assert _private_imports("x", "import jetbench as jb\njb.core.job_config.JobConfig()") == [
+        "x (line 2): jb.core is not public"]
     assert _private_imports("x", "from jetbench import JobConfig\nfrom jetbench.wordcount import tokenize") == []
 
 
