@@ -424,6 +424,68 @@ assert held_moment.snapshot_state == "aligning", held_moment.snapshot_state  # w
 assert watched.metrics().snapshots.snapshots_taken >= 2
 
 # %% [markdown]
+# ## 9. What the store records, and why it is trusted like code
+#
+# **A snapshot store holds pickles: reading a snapshot unpickles the processors' state, and
+# unpickling runs code that the file names. Trust a store file, and an exported snapshot, as
+# you trust code: open only stores your own jobs wrote.** jetbench opens no store by itself:
+# a job uses the store its `JobConfig` names, and a job that names none keeps its snapshots
+# in a temporary store of its own, deleted when it ends (it restarts within its process, but
+# cannot be resumed, exported from or started from).
+#
+# Beside the snapshots, the store keeps a **record of each job**: running (with the id of its
+# newest snapshot, from its first one on), then completed, failed or cancelled, written in the same
+# transaction that deletes the job's snapshots, so no kill can leave neither. `resume=True`
+# reads it: a job the store records as completed is **not run again** (the job returned is
+# already completed, with a `SnapshotWarning` saying when), and a store that lost snapshots
+# the record says were taken (its WAL file deleted, the file emptied or truncated, every
+# snapshot torn) says so before the job starts from the beginning.
+#
+# Each snapshot also keeps a **fingerprint of every vertex's code** (its processor and the
+# functions it was given, from their bytecode). A job started from a snapshot taken with
+# other code is warned about, naming the vertex; `on_code_change="refuse"` refuses it and
+# `"allow"` lets it through without a word: Jet's job upgrade, a snapshot started into a
+# changed pipeline on purpose. Here: the job of section 2 resumed (it completed), and the
+# export of section 6 started into a pipeline whose `map` is another function.
+
+# %%
+import warnings
+
+from jetbench import CodeChangedError, SnapshotWarning
+
+
+def said(run):
+    """What ``run()`` returns, and the SnapshotWarnings it gave."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        value = run()
+    return value, [str(w.message) for w in seen if issubclass(w.category, SnapshotWarning)]
+
+
+record = store.record("job/flowing")
+print(f"the store's record of 'flowing': {record.state} at {record.when}")
+again, words = said(lambda: ExecutionService(cooperative_threads=THREADS).submit(
+    keyed_count(FailOnce()), name="flowing", config=config("exactly_once", resume=True)))
+print(f"resumed: {again.status.value}, result {again.join()}\n{words[0]}\n")
+
+upgraded, words = said(lambda: ExecutionService(cooperative_threads=THREADS).submit(
+    keyed_count(lambda x: x), name="upgraded", config=config("exactly_once", initial_snapshot="half-way")))
+upgraded_counts = Counter(dict(upgraded.join(timeout=60)))
+print(words[0], "\n")
+try:
+    ExecutionService(cooperative_threads=THREADS).submit(
+        keyed_count(lambda x: x), name="refused",
+        config=config("exactly_once", initial_snapshot="half-way", on_code_change="refuse"))
+except CodeChangedError as exc:
+    refused = exc
+    print(f"{type(exc).__name__}: {exc}")
+
+# %%
+assert record.state == "completed" and again.status.value == "completed" and again.join() is None
+assert upgraded_counts == EXPECTED  # the new map passes items as the old one did: a fitting upgrade
+assert "vertex 'fused(map, group-aggregate-key)'" in words[0] and "fused(map" in str(refused), (words, refused)
+
+# %% [markdown]
 #
 # ## Further reading
 #
