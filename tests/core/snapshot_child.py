@@ -72,11 +72,14 @@ def child_script(tmp_path: Path, weight: str = "x") -> Path:
 
 
 def run_child(script: Path, store: Path, out: Path, hook: str, *extra: str, kill_on: str | None = None,
-              timeout: float = 60) -> tuple[list[str], str, int]:
-    """Run the child; with ``kill_on``, SIGKILL it once it prints a line starting so. Its
-    stdout lines, its stderr and its return code."""
-    child = subprocess.Popen([sys.executable, str(script), str(store), str(out), hook, *extra],
-                             env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
+              timeout: float = 60, pure: bool | None = None) -> tuple[list[str], str, int]:
+    """Run the child (``pure``: with JETBENCH_PURE_PYTHON 1 or 0; None: as this process was
+    started); with ``kill_on``, SIGKILL it once it prints a line starting so. Its stdout
+    lines, its stderr and its return code."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if pure is not None:
+        env["JETBENCH_PURE_PYTHON"] = "1" if pure else "0"
+    child = subprocess.Popen([sys.executable, str(script), str(store), str(out), hook, *extra], env=env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines: list[str] = []
     try:

@@ -71,6 +71,18 @@ def test_an_edit_that_leaves_the_code_alone_says_nothing(tmp_path):
     assert lines[-1] == f"result {EXPECTED}"
 
 
+@pytest.mark.parametrize("first_pure", [True, False])
+def test_a_snapshot_of_one_build_resumes_in_the_other_without_a_word(tmp_path, first_pure):
+    """jetbench's own processors are fingerprinted by name: the compiled and the interpreted
+    build agree, and a store written by one is resumed by the other (same code, refuse on)."""
+    script = child_script(tmp_path)
+    store = tmp_path / "s.sqlite"
+    run_child(script, store, tmp_path / "out", "snapshots:3", kill_on="snapshots", pure=first_pure)
+    lines, err, code = run_child(script, store, tmp_path / "out", "none", "refuse", pure=not first_pure)
+    assert code == 0 and "Warning" not in err, err
+    assert int(lines[0].split()[1]) >= 3 and lines[-1] == f"result {EXPECTED}", lines
+
+
 def _double(x):
     return x * 2
 
