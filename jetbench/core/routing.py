@@ -8,6 +8,13 @@ queue after the pending data, remembering which targets already took them.
 A bucket is a data chunk: a list, or a `Stamped` chunk (a timestamped stream's columns), routed
 item by item exactly as its ``(ts, item)`` pairs would be: a partitioned edge's key function
 sees the pair, unless it says (an ``item_key`` attribute) that it reads the item alone.
+
+A chunk a queue took whole belongs to the consumer from that instant: a collector reads nothing
+of it afterwards, not even its length. The consumer's thread may already have drained it and
+joined another queue's chunk into it (`InboundStream.drain` grows the first chunk it pops), so a
+length read after the offer counted the joined items as a refused remainder and sent them a
+second time (issue 36: duplicated lines under exactly-once, most often behind a dedicated
+thread, which the producer's offer wakes).
 """
 
 from __future__ import annotations
@@ -78,9 +85,10 @@ class RoundRobinCollector(Collector):
     def route(self, chunk: Chunk) -> int:
         targets = self.targets
         n = len(targets)
+        size = chunk_len(chunk)  # read before the offer: see the module's docstring
         if n == 1:
             moved = targets[0].offer_chunk(chunk)
-            if moved < chunk_len(chunk):
+            if moved < size:
                 self._rest = chunk_tail(chunk, moved)
                 self.pending = True
             return moved
@@ -91,10 +99,11 @@ class RoundRobinCollector(Collector):
             cursor = cursor + 1 if cursor + 1 < n else 0
             if moved:
                 total += moved
-                if moved == chunk_len(chunk):
+                if moved == size:
                     self._cursor = cursor
                     return total
-                chunk = chunk_tail(chunk, moved)
+                chunk = chunk_tail(chunk, moved)  # the queue took a copy of the head: still ours
+                size -= moved
         self._cursor = cursor
         self._rest = chunk
         self.pending = True
@@ -122,9 +131,10 @@ class PerTargetCollector(Collector):
         for i, q in enumerate(self.targets):
             part = rests[i]
             if part:
+                size = chunk_len(part)  # read before the offer: see the module's docstring
                 k = q.offer_chunk(part)
                 moved += k
-                if k < chunk_len(part):
+                if k < size:
                     rests[i] = chunk_tail(part, k)
                     pending = True
                 else:

@@ -204,3 +204,56 @@ def test_a_chunk_no_target_takes_waits_uncopied():
     queue.popleft()
     queue.polled += 2
     assert partitioned.push() == 2 and queue.chunks[0] is part
+
+
+# -- a chunk handed to a queue belongs to its consumer at once ------------------------------------
+
+
+def _consumer_joins_on_wake(first, other_chunk):
+    """Queue ``first`` of a consumer whose stream also reads a second queue holding
+    ``other_chunk``: when a producer's offer wakes it (`SPSCQueue.wake`, as it wakes a dedicated
+    thread), the consumer drains at once, the schedule a blocking sink's thread can take
+    between a producer's append and its next step. The drain joins the second queue's chunk
+    into the chunk it popped first (the producer's): what a producer reads of its chunk after
+    offering it may have grown. Returns the drained batches."""
+    from jetbench.core.queues import InboundStream, SPSCQueue
+
+    second = SPSCQueue(capacity=64)
+    second.offer_chunk(other_chunk)
+    stream = InboundStream(0, 0, [first, second])
+    drained: list = []
+    first.wake = lambda: drained.append(stream.drain(1000))
+    return drained
+
+
+@pytest.mark.parametrize("routing", ["unicast", "partitioned", "broadcast"])
+def test_a_producer_never_reads_a_chunk_again_once_a_queue_took_it(routing):
+    """Issue 36's duplicated lines: a producer offered a chunk, the consumer's thread (woken by
+    the offer) popped it and joined another queue's chunk into it, and the producer, reading the
+    chunk's length after the offer, took the joined items for a refused remainder and sent them
+    again, to the next instance (unicast) or the same one (partitioned, broadcast). Each item
+    must reach the consumers once."""
+    from jetbench.core.queues import SPSCQueue
+    from jetbench.core.routing import BroadcastCollector, PartitionedCollector, RoundRobinCollector
+
+    woken, other = SPSCQueue(capacity=64), SPSCQueue(capacity=64)
+    drained = _consumer_joins_on_wake(woken, ["b1", "b2"])
+    if routing == "unicast":
+        collector = RoundRobinCollector([woken, other])
+        moved = collector.route(["a1", "a2"])
+    elif routing == "partitioned":
+        collector = PartitionedCollector([woken, other], key_fn=lambda x: 0)  # every item to queue 0
+        moved = collector.route(["a1", "a2"])
+    else:
+        collector = BroadcastCollector([woken])
+        moved = collector.route(["a1", "a2"])
+    for _ in range(3):
+        if collector.pending:
+            moved += collector.push()
+    woken.wake = None
+    for q in (woken, other):
+        while q.chunks:
+            drained.append(q.popleft())
+    got = Counter(x for chunk in drained if chunk for x in chunk)
+    assert got == Counter(["a1", "a2", "b1", "b2"]), f"{routing}: {sorted(got.elements())}"
+    assert moved == 2 and not collector.pending
