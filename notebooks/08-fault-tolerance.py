@@ -72,6 +72,7 @@ from jetbench import (
     sinks,
     sources,
 )
+from jetbench.notebook import FittedDrawing
 
 # the snapshots of this notebook go to a file of their own, in a temporary directory
 STORE_DIR = tempfile.mkdtemp(prefix="jetbench-08-")
@@ -106,7 +107,7 @@ diagram.edge("count", "sink", "‖n-1 … ▶")
 diagram.edge("count", "coord", "2. saved n", style="dashed", constraint="false")
 diagram.edge("coord", "store", "3. write n", style="dashed")
 diagram.edge("coord", "sink", "4. phase 2: commit", style="dashed", constraint="false")
-diagram
+FittedDrawing(diagram)  # fitted to the cell's width, as jetbench draws its DAGs: click for full size
 
 # %% [markdown]
 # ## 2. Barriers flowing: a job with snapshots every few hundred milliseconds

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import Any
 
 from apache_beam.internal import pickler
 from apache_beam.portability import common_urns
@@ -126,6 +127,9 @@ class BeamPlan:
     def _repr_svg_(self) -> str | None:
         """A notebook draws the plan as its DAG (when Graphviz's ``dot`` is installed)."""
         return self.dag._repr_svg_()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str] | None:
+        return self.dag._repr_mimebundle_(include, exclude)
 
 
 def translate(optimized: beam_runner_api_pb2.Pipeline, parallelism: int | None = None,

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import DagError
 from .queues import DEFAULT_QUEUE_SIZE
-from .render import to_dot, to_svg
+from .render import drawing_bundle, to_dot, to_svg
 from .routing import Routing
 
 __all__ = ["DAG", "DEFAULT_QUEUE_SIZE", "Edge", "Routing", "Vertex"]
@@ -270,6 +270,11 @@ class DAG:
             return to_svg(self)
         except Exception:
             return None
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str] | None:
+        """The drawing as SVG and as HTML that fits a wide DAG to the cell's width, full size on
+        click (`drawing_bundle`); None (the repr) if it cannot be drawn."""
+        return drawing_bundle(self._repr_svg_())
 
     def __repr__(self) -> str:
         return f"DAG(vertices={list(self._vertices)}, edges={len(self._edges)})"

@@ -127,5 +127,36 @@ def dot_to_svg(dot_text: str) -> str | None:
         return None
     if done.returncode != 0:
         return None
-    # a wide drawing scales down to the output's width instead of overflowing it
-    return done.stdout.replace("<svg ", '<svg style="max-width: 100%; height: auto" ', 1)
+    return fitted(done.stdout)
+
+
+_FIT_STYLE = '<svg style="max-width: 100%; height: auto" '
+
+
+def fitted(svg: str) -> str:
+    """``svg`` scaling down to the width of what holds it (where it is inline in HTML) instead of
+    overflowing it; unchanged if it does already."""
+    return svg if _FIT_STYLE in svg else svg.replace("<svg ", _FIT_STYLE, 1)
+
+
+#: the drawing's click handler: full size (scrolling sideways) <-> scaled to the cell's width
+_TOGGLE = ("var s=this.querySelector('svg'),f=this.dataset.full!=='true';this.dataset.full=f;"
+           "s.style.maxWidth=f?'none':'100%';this.style.cursor=f?'zoom-out':'zoom-in'")
+#: on hover, a zoom cursor only where a click changes something (a drawing scaled down, or full)
+_HOVER = ("var s=this.querySelector('svg');this.style.cursor=this.dataset.full==='true'?'zoom-out':"
+          "(s.getBoundingClientRect().width<s.width.baseVal.value-1?'zoom-in':'')")
+
+
+def drawing_bundle(svg: str | None) -> dict[str, str] | None:
+    """What a notebook shows of a drawing (a display method's MIME bundle; None without one):
+    the SVG (``image/svg+xml``) and, preferred by JupyterLab, HTML with the SVG inline, scaled
+    down to the cell's width; a click shows it at full size (scrolling sideways), another click
+    scales it back."""
+    if svg is None:
+        return None
+    svg = fitted(svg)
+    inline = svg[svg.find("<svg"):]  # in HTML: no XML prolog or doctype
+    html = (f'<div class="jetbench-drawing" data-full="false" style="overflow-x: auto" '
+            f'title="click: full size / fit to the width" onclick="{_TOGGLE}" onmouseover="{_HOVER}">{inline}</div>')
+    return {"image/svg+xml": svg, "text/html": html}
+

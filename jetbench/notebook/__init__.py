@@ -1,5 +1,5 @@
-"""Notebook views of jetbench jobs: the live `Dashboard` widget, the visual `DagBuilder` and
-matplotlib plots.
+"""Notebook views of jetbench jobs: the live `Dashboard` widget, the visual `DagBuilder`,
+matplotlib plots and `FittedDrawing` (a Graphviz drawing fitted to the cell's width).
 
 ``Dashboard`` (an anywidget) is imported on first use, so ``jetbench.notebook.plots`` and the
 state model work without a widget stack. ``job.dashboard()``, ``job.plot_metrics()`` and
@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .builder import DagBuilder
     from .dashboard import Dashboard
+    from .drawing import FittedDrawing
 
-__all__ = ["DagBuilder", "Dashboard", "plot_metrics"]
+__all__ = ["DagBuilder", "Dashboard", "FittedDrawing", "plot_metrics"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +27,10 @@ def __getattr__(name: str) -> Any:
         from .builder import DagBuilder
 
         return DagBuilder
+    if name == "FittedDrawing":
+        from .drawing import FittedDrawing
+
+        return FittedDrawing
     if name == "plot_metrics":
         from .plots import plot_metrics
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..core.render import dot_string, dot_to_svg
+from ..core.render import dot_string, dot_to_svg, drawing_bundle
 from ..processors.aggregate_operation import AggregateOperation, require_operation
 from ..processors.aggregation import AggregateSpec, GroupAggregateSpec
 from ..processors.co_group import CO_GROUP, CoGroupSpec, Tag, tag_key
@@ -88,6 +88,11 @@ class Pipeline:
             return dot_to_svg(self.draft_dot())
         except Exception:
             return None
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str] | None:
+        """The drawing of `_repr_svg_` as SVG and as HTML fitted to the cell's width, full size on
+        click (`drawing_bundle`)."""
+        return drawing_bundle(self._repr_svg_())
 
     def draft_dot(self) -> str:
         """The pipeline's stages as written (not planned) in DOT: one box per stage, and a

@@ -76,9 +76,11 @@ def test_lab_opens_01_and_it_runs_top_to_bottom(page, lab):
     assert "01-getting-started.ipynb" in current.inner_text()
 
     run_all(page, code_cells(SHOWN[0]), timeout_ms=180_000)
-    graphs = page.locator(".jp-NotebookPanel .jp-RenderedSVG img")  # JupyterLab shows SVG output as <img>
-    assert graphs.count() >= 2  # the pipeline and the DAG, drawn by graphviz
-    assert "accumulate" in graphs.last.get_attribute("src")
+    # the pipeline and the DAG, drawn by graphviz: the HTML form, the SVG inline and fitted to the cell
+    graphs = page.locator(".jp-NotebookPanel .jp-RenderedHTMLCommon .jetbench-drawing")
+    assert graphs.count() >= 2
+    assert "accumulate" in graphs.last.inner_html()
+    assert graphs.last.evaluate("(d) => d.scrollWidth <= d.clientWidth + 1")  # no sideways scrolling
     frame = page.locator(".jp-NotebookPanel .jp-RenderedHTMLCommon table").first
     assert frame.locator("tr").count() > 3  # the word counts as a DataFrame
     builder = page.locator(".jp-NotebookPanel .jp-OutputArea-output .jetbench-builder")

@@ -85,3 +85,65 @@ def test_a_pipeline_whose_draft_fails_displays_nothing(monkeypatch):
     p = unfinished()
     monkeypatch.setattr(Pipeline, "draft_dot", lambda self: 1 / 0)
     assert p._repr_svg_() is None
+
+
+def wide_dag(n: int = 12) -> DAG:
+    dag = DAG()
+    prev = dag.new_vertex("a-source-with-a-rather-long-name-0", items_source(range(3)))
+    for i in range(1, n):
+        nxt = dag.new_vertex(f"a-step-with-a-rather-long-name-{i}", collect_sink() if i == n - 1 else _identity())
+        dag.edge(Edge.between(prev, nxt))
+        prev = nxt
+    return dag
+
+
+def _identity():
+    from jetbench.processors import map_processor
+
+    return map_processor(lambda x: x)
+
+
+@needs_dot
+def test_notebooks_get_the_drawing_as_svg_and_as_html_fitted_to_the_cell_with_a_click_for_full_size():
+    from IPython.core.formatters import DisplayFormatter
+
+    p = Pipeline()
+    p.read_from(sources.items([1])).map(str).write_to(sinks.collect())
+    for shown in (wide_dag(), p, unfinished()):
+        data, _ = DisplayFormatter().format(shown)
+        assert {"text/plain", "image/svg+xml", "text/html"} <= data.keys(), type(shown)
+        page = data["text/html"]
+        assert page.startswith('<div class="jetbench-drawing" data-full="false"') and page.endswith("</svg>\n</div>")
+        assert "<?xml" not in page and "<!DOCTYPE" not in page  # inline: no prolog
+        svg = page[page.find("<svg"):]
+        assert svg.startswith('<svg style="max-width: 100%; height: auto" ')  # scaled to the cell's width
+        assert "s.style.maxWidth=f?'none':'100%'" in page  # a click toggles full size
+        assert data["image/svg+xml"].endswith(svg.removesuffix("</div>"))
+    assert "a-step-with-a-rather-long-name-11" in html.unescape(DisplayFormatter().format(wide_dag())[0]["text/html"])
+
+
+def test_without_graphviz_a_dag_shows_its_repr(monkeypatch):
+    from IPython.core.formatters import DisplayFormatter
+
+    import jetbench.core.render as render
+
+    monkeypatch.setattr(render.shutil, "which", lambda name: None)
+    dag = wide_dag(3)
+    assert dag._repr_mimebundle_() is None
+    data, _ = DisplayFormatter().format(dag)
+    assert set(data) == {"text/plain"} and data["text/plain"].startswith("DAG(")
+
+
+@needs_dot
+def test_a_graphviz_graph_is_fitted_the_same_way():
+    import graphviz
+
+    from jetbench.notebook import FittedDrawing
+
+    diagram = graphviz.Digraph()
+    diagram.edge("coordinator", "store")
+    data = FittedDrawing(diagram)._repr_mimebundle_()
+    assert data["text/html"].startswith('<div class="jetbench-drawing" data-full="false"')
+    assert '<svg style="max-width: 100%; height: auto" ' in data["text/html"] and "coordinator" in data["image/svg+xml"]
+    with pytest.raises(TypeError, match="SVG text or a graphviz graph, got int"):
+        FittedDrawing(3)
