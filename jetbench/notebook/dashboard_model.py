@@ -22,7 +22,7 @@ and each tasklet row where the instance is in that snapshot (``snap``: "aligning
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -270,6 +270,9 @@ class DashboardModel:
         # -- workers ---------------------------------------------------------------------------
         workers: list[dict[str, Any]] = []
         interval_cpu: dict[str, float] = {}
+        # the tasklets each worker runs or ran (by the worker each tasklet names): a worker lets go
+        # of a tasklet once it is done, so its own count reads 0 after the job
+        ran_on = Counter(r["worker"] for r in tasklet_rows)
         for w in m.workers:
             name = worker_label(w.index if w.kind == "cooperative" else -1 - w.index)
             prev_cpu_s, prev_it, prev_idle = self._prev_workers.get(name, (0.0, 0, 0))
@@ -284,7 +287,7 @@ class DashboardModel:
                 {
                     "name": name,
                     "kind": w.kind,
-                    "tasklets": w.tasklet_count,
+                    "tasklets": ran_on[name],
                     "cpu": max(d_cpu, 0.0) / span * 100.0,
                     "iter_rate": d_it / span,
                     "idle_rate": d_idle / span,

@@ -9,6 +9,8 @@ move its controls and check their effect in the kernel.
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -118,7 +120,7 @@ def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
     edges = [q.get_attribute("data-edge") for q in page.locator(f"{DASH} .jb-queue").all()]
     assert edges == ["source → double #0", "double → sink #0"], edges
     queue = f'{DASH} .jb-queue[data-source="double"][data-destination="sink"][data-ordinal="0"]'
-    assert "double → sink #0" in page.locator(f"{queue} .jb-qname").inner_text()
+    assert "double → sink #0" in " ".join(page.locator(f"{queue} .jb-qname").text_content().split())
     # under a deliberately slow sink its inbound edge fills: nearly empty, then full (and backpressure)
     fill_fast = float(page.locator(queue).get_attribute("data-fill"))
     assert fill_fast < 0.5, fill_fast
@@ -397,3 +399,78 @@ def test_barriers_pass_through_the_queue_view_of_an_exactly_once_job(lab, page):
     cancel_from_the_view(page)
     assert page.locator(f"{DASH} .jb-barrier-legend").is_hidden()
     assert page.locator(f"{DASH} .jb-barrier[data-snapshot]").count() == 0
+
+
+LONG = "ref_AppliedPTransform_ReadFromTimeline-Events-Nexmark-Query5-HotItems-SlidingWindows-of-10s-every-2s_17"
+LONG_NAMES = f"""\
+from jetbench import DAG, Edge, ExecutionService
+from jetbench.processors import collect_sink, items_source, map_processor
+
+LONG = {LONG!r}
+dag = DAG()
+src = dag.new_vertex(LONG + "/Impulse", items_source(range(30_000)), local_parallelism=1)
+step = dag.new_vertex(LONG + "/ParDo(DecodeAndWindow)", map_processor(lambda x: x + 1), local_parallelism=2)
+out = dag.new_vertex("collect", collect_sink(), local_parallelism=1)
+dag.edge(Edge.between(src, step)).edge(Edge.between(step, out))
+job = ExecutionService(cooperative_threads=2).submit(dag, name="long-names")
+dash = job.dashboard(interval_s=0.1)
+dash
+"""
+
+INSIDE = """([inner, outer]) => {
+    const a = document.querySelector(outer).getBoundingClientRect();
+    const all = [...document.querySelectorAll(inner)];
+    return all.length > 0 && all.every((el) => {
+        const b = el.getBoundingClientRect();
+        return b.width > 0 && b.left >= a.left - 1 && b.right <= a.right + 1;
+    });
+}"""
+
+NUMBERS_SHOWN = """(dash) => {
+    const box = document.querySelector(dash).getBoundingClientRect();
+    const cells = [...document.querySelectorAll(dash + ' tr.jb-row td.jb-n')].filter((c) => c.offsetParent !== null);
+    return cells.length > 0 && cells.every((c) => {
+        const r = c.getBoundingClientRect();
+        return r.width > 0 && r.left >= box.left - 1 && r.right <= box.right + 1 && c.scrollWidth <= c.clientWidth + 1;
+    });
+}"""
+
+
+@pytest.mark.parametrize("width", [1500, 1000])
+def test_long_vertex_names_are_cut_the_numbers_show_and_workers_keep_their_tasklet_counts(lab, page, width):
+    """Beam-sized step names: cut with an ellipsis (the whole name on hover), every number column
+    on the screen; after the job, the Workers table says how many tasklets each worker ran (it
+    said 0 once the workers had let go of their finished tasklets)."""
+    page.set_viewport_size({"width": width, "height": 1100})
+    name = f"long-names-{width}.ipynb"
+    write_notebook(lab.root / name, [LONG_NAMES, "result = job.join(); dash.join(5); len(result)"])
+    open_notebook(page, lab, name)
+    run_all(page, 2, timeout_ms=120_000)
+    page.wait_for_selector(f'{DASH}[data-final="true"] .jb-status[data-status="completed"]', timeout=60_000)
+    path = screenshot(page.locator(DASH).first, f"dashboard-long-names-{width}.png")
+    shots = Path("/tmp/team/shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, shots / path.name)
+    cell = page.locator(f'{DASH} tr.jb-row[data-vertex="{LONG}/ParDo(DecodeAndWindow)"] td.jb-vertex').first
+    assert cell.get_attribute("title") == f"{LONG}/ParDo(DecodeAndWindow)"  # the whole name on hover
+    head, tail = cell.locator(".jb-cut-head"), cell.locator(".jb-cut-tail")
+    assert head.evaluate("(h) => getComputedStyle(h).textOverflow") == "ellipsis"
+    assert head.evaluate("(h) => h.scrollWidth > h.clientWidth && h.clientWidth > 5")  # cut, a letter or two shown
+    # what tells the steps apart (the tail) gives way only once the head is down to those letters
+    assert tail.inner_text() == "/ParDo(DecodeAndWindow)"
+    assert tail.evaluate("(t) => t.scrollWidth <= t.clientWidth + 1 || t.parentElement.parentElement.clientWidth - t.clientWidth < 40")
+    if width == 1000:  # the tasklets take the whole width: room for the tail
+        assert tail.evaluate("(t) => t.scrollWidth <= t.clientWidth + 1")
+    assert page.evaluate(INSIDE, [f'{DASH} tr.jb-row td.jb-vertex .jb-cut-tail', f"{DASH} .jb-tasklets"])
+    # the queue view's edge names: both ends' tails show
+    qname = page.locator(f'{DASH} .jb-queue[data-destination="{LONG}/ParDo(DecodeAndWindow)"] .jb-qname').first
+    assert [t.strip() for t in qname.locator(".jb-cut-tail").all_inner_texts()] == ["/Impulse", "/ParDo(DecodeAndWindow)"]
+    assert page.evaluate(INSIDE, [f"{DASH} .jb-qname .jb-cut-tail", f"{DASH} .jb-queues"])
+    assert page.evaluate(NUMBERS_SHOWN, DASH)
+    received = page.locator(f'{DASH} tr.jb-row[data-vertex="collect"] td.jb-in').first
+    assert received.get_attribute("data-value") == "30000" and received.inner_text() == "30,000"
+    # the tasklets panel needs no horizontal scrolling
+    assert page.locator(f"{DASH} .jb-tasklets").evaluate("(p) => p.scrollWidth <= p.clientWidth + 1")
+    # the finished job's workers: 4 tasklets between the two, none says 0
+    counts = page.locator(f"{DASH} tr.jb-worker td:nth-child(3)").all_inner_texts()
+    assert len(counts) == 2 and sorted(int(c) for c in counts) == [2, 2], counts

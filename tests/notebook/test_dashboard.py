@@ -88,6 +88,8 @@ def test_state_while_running_and_frozen_final_state():
     assert {"busy", "slow", "bp", "fill", "state"} <= source.keys()
     assert [w["name"] for w in s["workers"]] == ["w0", "w1"]
     assert all(w["iter_rate"] > 0 for w in s["workers"])
+    running_tasklets = {w["name"]: w["tasklets"] for w in s["workers"]}
+    assert sum(running_tasklets.values()) == 4 and min(running_tasklets.values()) >= 1
     cpu = s["cpu"]
     assert [x["name"] for x in cpu["series"]] == ["process", "w0", "w1"]
     assert len(cpu["t"]) >= 3 and all(len(x["values"]) == len(cpu["t"]) for x in cpu["series"])
@@ -106,6 +108,9 @@ def test_state_while_running_and_frozen_final_state():
     assert final["final"] is True and final["status"] == "completed" and final["seq"] > seq_running
     assert final["elapsed_s"] == pytest.approx(job.elapsed, abs=0.01)
     assert {r["state"] for r in final["rows"]} == {"done"}
+    # the workers let go of their tasklets as they finished: the table still says how many each ran
+    assert {w["name"]: w["tasklets"] for w in final["workers"]} == running_tasklets
+    assert all(stats.tasklet_count == 0 for stats in job.metrics().workers)
     assert final["rows"][-1]["in"] == 2400 and final["totals"]["sinks_in"] == 2400
     ticks = dash.ticks
     time.sleep(0.15)

@@ -27,6 +27,18 @@ function compact(n) {
   return n.toFixed(1);
 }
 
+// A name that may be cut to fit (a Beam step's, ~100 characters): the head is cut with an
+// ellipsis, the tail, what tells steps apart (from the last "/", or the last characters), always
+// shows; the whole name is the title of what holds it.
+const TAIL_MAX = 28;
+function cutName(name) {
+  const text = String(name ?? "");
+  if (text.length <= TAIL_MAX) return `<span class="jb-cut"><span class="jb-cut-head">${esc(text)}</span></span>`;
+  const slash = text.lastIndexOf("/");
+  const at = slash > 0 && text.length - slash <= TAIL_MAX ? slash : text.length - 12;
+  return `<span class="jb-cut"><span class="jb-cut-head">${esc(text.slice(0, at))}</span><span class="jb-cut-tail">${esc(text.slice(at))}</span></span>`;
+}
+
 function grouped(n) {
   return n === null || n === undefined ? "–" : Math.round(n).toLocaleString("en-US");
 }
@@ -239,7 +251,7 @@ function render({ model, el: host }) {
       <div class="jb-panel jb-tasklets">
         <div class="jb-panel-title">Tasklets <span class="jb-agg"></span></div>
         <table class="jb-table"><thead><tr>
-          <th>vertex</th><th class="jb-opt2">#</th><th class="jb-opt">worker</th><th class="jb-opt2">state</th><th class="jb-n jb-opt2">in</th><th class="jb-n">out</th>
+          <th class="jb-vertex-h">vertex</th><th class="jb-opt2">#</th><th class="jb-opt">worker</th><th class="jb-opt2">state</th><th class="jb-n jb-opt2">in</th><th class="jb-n">out</th>
           <th class="jb-n jb-rate-h">items/s</th><th class="jb-n jb-opt">busy %</th><th class="jb-n jb-opt" title="cooperative calls slower than the slow-call threshold">slow</th>
           <th class="jb-opt2" title="backpressure: the outbox could not flush, a downstream queue is full">bp</th><th class="jb-n" title="inbound queue fill">queue</th>
         </tr></thead><tbody class="jb-rows"></tbody></table>
@@ -256,7 +268,7 @@ function render({ model, el: host }) {
         </div>
         <div class="jb-panel jb-workers-panel">
           <div class="jb-panel-title">Workers</div>
-          <table class="jb-table"><thead><tr><th>worker</th><th class="jb-opt2">kind</th><th class="jb-n jb-opt2">tasklets</th>
+          <table class="jb-table"><thead><tr><th>worker</th><th class="jb-opt2">kind</th><th class="jb-n jb-opt2" title="tasklets that run (or ran) on this worker">tasklets</th>
             <th class="jb-n">CPU %</th><th class="jb-n jb-opt">iterations/s</th><th class="jb-n" title="idle rounds (parks) per second">idle/s</th></tr></thead>
             <tbody class="jb-workers"></tbody></table>
         </div>
@@ -453,7 +465,7 @@ function render({ model, el: host }) {
         const bp = r.bp ? `<span class="jb-bp" title="backpressure">${r.n > 1 ? r.bp : "●"}</span>` : "";
         return (
           `<tr class="jb-row" data-vertex="${esc(r.vertex)}" data-instance="${esc(r.instance)}" data-state="${esc(r.state)}">` +
-          `<td class="jb-vertex">${esc(r.vertex)}</td><td class="jb-opt2">${esc(r.instance)}</td><td class="jb-opt">${esc(r.worker)}</td>` +
+          `<td class="jb-vertex" title="${esc(r.vertex)}">${cutName(r.vertex)}</td><td class="jb-opt2">${esc(r.instance)}</td><td class="jb-opt">${esc(r.worker)}</td>` +
           `<td class="jb-state jb-opt2" data-snap="${esc(r.snap ?? "")}">${r.snap && r.state === "snapshot" ? "" : esc(r.state)}${snapWord(r)}</td>` +
           `<td class="jb-n jb-in jb-opt2" data-value="${r.in}">${grouped(r.in)}</td>` +
           `<td class="jb-n jb-out" data-value="${r.out}">${grouped(r.out)}</td>` +
@@ -498,7 +510,7 @@ function render({ model, el: host }) {
           (q) =>
             `<div class="jb-queue" data-edge="${esc(q.edge)}" data-source="${esc(q.source)}" data-destination="${esc(q.destination)}" data-ordinal="${q.ordinal}" data-fill="${q.fill}" data-barrier="${esc(q.barrier?.state ?? "")}">` +
             `<span class="jb-qname" title="edge ${esc(q.edge)}: queues from ${esc(q.source)} into ${esc(q.destination)}, inbound ordinal ${q.ordinal}">` +
-            `${esc(q.source)} <span class="jb-arrow">→</span> ${esc(q.destination)} <span class="jb-dim">#${q.ordinal}</span></span>${sparkline(q.hist, 160, 22)}` +
+            `${cutName(q.source)} <span class="jb-arrow">→</span> ${cutName(q.destination)} <span class="jb-dim">#${q.ordinal}</span></span>${sparkline(q.hist, 160, 22)}` +
             barrierMark(q) +
             `<span class="jb-qbar"><span style="width:${(100 * q.fill).toFixed(1)}%;background:${fillColor(q.fill)}"></span></span>` +
             `<span class="jb-qpct">${(100 * q.fill).toFixed(0)}%</span><span class="jb-dim jb-qsize">${grouped(q.size)}/${grouped(q.capacity)}</span></div>`,
