@@ -201,9 +201,14 @@ def _names(co: types.CodeType) -> set[str]:
 
 
 def fingerprint(obj: Any) -> str | None:
-    """The digest (16 hex digits) of the code in ``obj``, or None if it holds none (data)."""
+    """The digest (16 hex digits) of the code in ``obj``, or None if it holds none (data) or
+    cannot be walked (an object whose attributes raise: it is then not compared, never a
+    failed job)."""
     walk = _Walk()
-    walk.value(obj)
+    try:
+        walk.value(obj)
+    except Exception:
+        return None
     return walk.h.hexdigest()[:16] if walk.found else None
 
 

@@ -414,7 +414,11 @@ def test_bad_guarantee_settings_are_refused_before_running(tmp_path):
                                               "'exactly_once', got 'twice'"):
         p.run()
     with pytest.raises(BeamRunnerError, match="resume=True finds the killed run's snapshots by the job's name"):
-        beam.Pipeline(runner=JetbenchRunner(processing_guarantee="exactly_once", resume=True)).run()
+        beam.Pipeline(runner=JetbenchRunner(processing_guarantee="exactly_once", resume=True,
+                                            snapshot_store=str(tmp_path / "s.sqlite"))).run()
+    with pytest.raises(BeamRunnerError, match="resume=True reads snapshots from a store, and a store holds pickles"):
+        beam.Pipeline(runner=JetbenchRunner(processing_guarantee="exactly_once", resume=True), options=PipelineOptions(
+            ["--job_name=nightly"])).run()
     with pytest.raises(BeamRunnerError, match="resume=True goes on from a killed run's snapshots"):
         beam.Pipeline(runner=JetbenchRunner(resume=True)).run()
     with pytest.raises(BeamRunnerError, match="snapshot_interval_ms must be a number > 0"):
