@@ -56,7 +56,7 @@ from .snapshot_store import (
     SnapshotWarning,
     VertexState,
 )
-from .snapshot_tasklet import SnapshotSetup
+from .snapshot_tasklet import SnapshotSetup, commits_in_phase2
 from .tasklet import ProcessorTasklet
 
 __all__ = ["CompletedJob", "FaultTolerantJob", "SnapshotCoordinator", "SnapshotRecord", "open_store",
@@ -95,6 +95,11 @@ class CompletedJob(Job):
         super().__init__(name, clock)
         self.completed_earlier = record
         self.store = store
+        # what a script reads of a FaultTolerantJob, for one that did nothing in this process
+        self.restored_from = 0
+        self.restarts = 0
+        self.failures: list[JobError] = []
+        self.snapshot_history: list[SnapshotRecord] = []
         self._start([], lambda: None)
 
     def __repr__(self) -> str:
@@ -202,11 +207,18 @@ class SnapshotCoordinator:
         #: vertices upstream of a higher-priority input (`priority_upstream`): no snapshot starts
         #: before all of their instances finished
         self.postponed_by: set[str] = set()
+        #: the id of the terminal snapshot, taken at once when every instance has finished and some
+        #: await its phase 2 (`terminal_due`); 0: none yet
+        self.terminal_id = 0
 
     def set_tasklets(self, tasklets: Sequence[ProcessorTasklet]) -> None:
         self.tasklets = list(tasklets)
         for t in tasklets:
             self.parallelism[t.vertex_name] = t.context.total_parallelism
+        #: instances that, once finished, await the phase 2 of a snapshot holding their final state
+        #: before they close (a transactional sink's last output: `jetbench.core.snapshot_tasklet`)
+        self.commit_waiters = [t for t in tasklets
+                               if t.context.processing_guarantee != "none" and commits_in_phase2(t.processor)]
 
     # -- called by tasklets ---------------------------------------------------------------------
 
@@ -246,6 +258,15 @@ class SnapshotCoordinator:
             return True
         finished = self.finished_entries
         return all((t.vertex_name, t.index) in finished for t in self.tasklets if t.vertex_name in self.postponed_by)
+
+    def terminal_due(self) -> bool:
+        """Whether to store the terminal snapshot now: every instance has finished, some await its
+        phase 2 to commit their last output, and none was stored for them yet (or the last try
+        could not be stored)."""
+        if not self.commit_waiters or (self.terminal_id and (self.phase2_id < self.terminal_id or self.phase2_success)):
+            return False
+        finished = self.finished_entries
+        return all((t.vertex_name, t.index) in finished for t in self.tasklets)
 
     def start(self, now: float) -> int:
         self.requested_id += 1
@@ -599,13 +620,15 @@ class FaultTolerantJob(Job):
     def _forget_snapshots(self) -> None:
         """The job ended: its snapshots go and the store records how it ended, in one
         transaction (`SnapshotStore.finish`); a private store goes altogether."""
+        if self.store.is_private:
+            self.store.remove()
+            return
         failure = self._failure
         state = COMPLETED if failure is None else CANCELLED if isinstance(failure, JobCancelled) else FAILED
         try:
             self.store.finish(self.owner, state)
         except Exception as exc:
             _log.warning("job %r: its snapshots could not be removed from %r: %s", self.name, self.store.path, exc)
-        self.store.remove()
 
     def _history_error(self, last: JobError) -> JobError:
         lines = [f"job {self.name!r} failed {len(self.failures)} times (max_restarts={self.config.max_restarts}); "
@@ -644,6 +667,8 @@ class FaultTolerantJob(Job):
                       and coordinator.may_start()):
                     coordinator.start(now)
                     wake = True
+                elif coordinator.phase == 0 and not self.terminating and coordinator.terminal_due():
+                    coordinator.terminal_id = coordinator.start(now)  # every instance finished: no wait
                 else:
                     postponed = coordinator.phase == 0 and not coordinator.may_start()  # woken as they finish
                     timeout = 0.5 if coordinator.phase or postponed else min(max(next_due - now, 0.0), 0.5)

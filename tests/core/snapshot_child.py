@@ -112,7 +112,7 @@ def main() -> None:
     config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=store, resume=True,
                        on_code_change=on_change)
     job = ExecutionService(cooperative_threads=2).submit(pipeline(out), name="lifecycle", config=config)
-    print("running", getattr(job, "restored_from", -1), type(job).__name__, job.status.value, flush=True)
+    print("running", job.restored_from, type(job).__name__, job.status.value, flush=True)
     if hook in ("mid-finish", "after-finish"):
         finishing = []
 

@@ -60,7 +60,7 @@ def test_a_kill_right_after_the_completion_commit_never_runs_the_job_again(tmp_p
     assert len(done) == snapshot_child.N // 50, "the first run went through every item"
     lines, err, code = run_child(script, store, out, "none")
     assert code == 0, err
-    assert lines[0] == "running -1 CompletedJob completed", lines
+    assert lines[0] == "running 0 CompletedJob completed", lines
     assert lines[-1] == "result ", "no result: it went to the run that completed"
     assert f"SnapshotWarning: job 'lifecycle' completed earlier, at {record.when} (as the snapshot store " \
            f"{str(store)!r} records), so resume=True does not run it again" in err, err
