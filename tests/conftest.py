@@ -25,6 +25,55 @@ settings.register_profile("jetbench", deadline=None)
 settings.load_profile("jetbench")
 
 
+#: Tests that share something expensive run on one pytest-xdist worker (scripts/test.sh runs the
+#: suite with ``-n 2 --dist loadgroup``): a node id starting with a key joins the group named.
+#: One Spark session (tests/spark/conftest.py) and one JupyterLab server and Chromium
+#: (tests/browser/conftest.py) per run, not one per worker; a module-scoped fixture that builds
+#: something (a wheel, an events file) builds it once. Every other test goes to whichever worker
+#: is free. (Not ``xdist_group`` marks: pytest-xdist 3.8 groups them by renaming the node id,
+#: which pytest 9.2 no longer allows, so they are silently ignored.)
+XDIST_GROUPS = {
+    "tests/spark/": "spark",
+    "tests/notebook/test_kind_walk.py::test_a_spark_kind": "spark",  # starts a Spark session
+    "tests/browser/": "browser",
+    "tests/test_wheel_build.py": "wheel",
+    "tests/beam/test_nexmark_queries.py": "beam-nexmark-events",
+}
+
+
+def xdist_group(nodeid: str) -> str | None:
+    """The group of XDIST_GROUPS the test ``nodeid`` belongs to, or None."""
+    return next((group for prefix, group in XDIST_GROUPS.items() if nodeid.startswith(prefix)), None)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` with the groups of XDIST_GROUPS: a group is one unit of work, sent
+    whole to one worker (the biggest first); each other test is a unit of its own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid) or nodeid
+
+    return GroupScheduling(config, log)
+
+
+#: Tests that start a Spark session by themselves (``session()``, which reuses the active one) run
+#: after tests/spark, whose fixture starts it with its own settings: run before, they would start
+#: one with the default settings that the fixture would then restart.
+AFTER_SPARK_FIXTURE = ("tests/notebook/test_kind_walk.py::test_a_spark_kind",)
+
+
+def pytest_collection_modifyitems(config, items):
+    late = [item for item in items if item.nodeid.startswith(AFTER_SPARK_FIXTURE)]
+    rest = [item for item in items if not item.nodeid.startswith(AFTER_SPARK_FIXTURE)]
+    spark = [i for i, item in enumerate(rest) if item.nodeid.startswith("tests/spark/")]
+    if late and spark:
+        items[:] = rest[:spark[-1] + 1] + late + rest[spark[-1] + 1:]
+
+
 @pytest.fixture(params=THREAD_COUNTS, ids=lambda n: f"threads={n}")
 def threads(request) -> int:
     return request.param

@@ -30,7 +30,9 @@ def quick_sweep(tmp_path_factory):
                       strategies=["backoff", "timer"], csv_path=path, progress=False)
 
 
+# the sweep measures CPU per point and compares them: alone, not beside other tests (scripts/test.sh)
 @pytest.mark.slow
+@pytest.mark.serial
 def test_quick_sweep_structure_and_sane_values(quick_sweep):
     frame = quick_sweep
     assert len(frame) == 2 * 2 * 2 + 2
@@ -54,6 +56,7 @@ def test_quick_sweep_structure_and_sane_values(quick_sweep):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # with the sweep above, which runs once
 def test_reports_from_a_sweep(quick_sweep):
     table = blog_table(quick_sweep)
     assert "jet 25us" in table.columns and "jetbench timer 25us" in table.columns
