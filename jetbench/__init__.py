@@ -104,7 +104,13 @@ def _cell_label(filename: str) -> str | None:
     return cell_label(filename)
 
 
-register_location_label(_cell_label)
+def _in_colour() -> bool:
+    from .notebook.cell_names import in_colour
+
+    return in_colour()
+
+
+register_location_label(_cell_label, _in_colour)
 
 
 __all__ = [

@@ -68,10 +68,35 @@ def is_engine_code(code: CodeType) -> bool:
 _location_label: Callable[[str], str | None] | None = None
 
 
-def register_location_label(label: Callable[[str], str | None] | None) -> None:
-    """Name the code of ``filename`` in reports with ``label(filename)`` (None: its path)."""
-    global _location_label
-    _location_label = label
+#: whether IPython shows tracebacks in colour (its ``%colors`` is not NoColor), set with the label
+_in_colour: Callable[[], bool] | None = None
+_RED, _CYAN, _GREEN, _DEFAULT = "\x1b[31m", "\x1b[36m", "\x1b[32m", "\x1b[39m"
+
+
+def register_location_label(label: Callable[[str], str | None] | None,
+                            in_colour: Callable[[], bool] | None = None) -> None:
+    """Name the code of ``filename`` in reports with ``label(filename)`` (None: its path); the
+    reports IPython shows (``_render_traceback_``) are coloured as its own when ``in_colour()``."""
+    global _location_label, _in_colour
+    _location_label, _in_colour = label, in_colour
+
+
+def _coloured() -> bool:
+    try:
+        return _in_colour is not None and _in_colour()
+    except Exception:
+        return False
+
+
+def _exception_only(exc: BaseException) -> list[str]:
+    """``Type: message`` as `traceback.format_exception_only`, the type in IPython's red when
+    IPython shows colours."""
+    lines = traceback.format_exception_only(type(exc), exc)
+    if lines and _coloured():
+        name, sep, rest = lines[-1].partition(": ")
+        if sep and len(lines) == 1:
+            lines[-1] = f"{_RED}{name}{_DEFAULT}{sep}{rest}"
+    return lines
 
 
 def location_label(filename: str) -> str | None:
@@ -183,7 +208,11 @@ def _format_frames(frames: traceback.StackSummary) -> list[str]:
         label = location_label(fs.filename)
         head = f'  File "{fs.filename}", line {fs.lineno}'
         if label and text.startswith(head):
-            text = f"  {label}, line {fs.lineno}{text[len(head):]}"
+            where = f"{label}, line {fs.lineno}"
+            if _coloured():  # as IPython: "Cell" in cyan, "In[5], line 3" in green
+                kind, _, cell = label.partition(" ")
+                where = f"{_CYAN}{kind}{_DEFAULT} {_GREEN}{cell}, line {fs.lineno}{_DEFAULT}"
+            text = f"  {where}{text[len(head):]}"
         lines.append(text)
     return lines
 
@@ -195,7 +224,7 @@ class JetbenchError(Exception):
         """IPython's hook: the user's calls that led here, then the message, without the
         engine's frames (``traceback.print_exception(err)`` still prints them all)."""
         lines = _format_frames(caller_frames(self.__traceback__))
-        lines.extend(traceback.format_exception_only(type(self), self))
+        lines.extend(_exception_only(self))
         return "".join(lines).rstrip("\n").split("\n")
 
 
@@ -221,12 +250,12 @@ class JobError(JetbenchError):
     def _render_traceback_(self) -> list[str]:
         """IPython's hook: this report first, then the user's frames of the failure (the
         engine's frames are in ``__cause__``: ``traceback.print_exception(err)`` prints them)."""
-        lines = traceback.format_exception_only(type(self), self)
+        lines = _exception_only(self)
         cause = self.__cause__
         if cause is not None:
             lines.append("\nThe user's frames of the failure (all of them: traceback.print_exception(err)):\n")
             lines.extend(_format_frames(user_frames(cause.__traceback__)))
-            lines.extend(traceback.format_exception_only(type(cause), cause))
+            lines.extend(_exception_only(cause))
         return "".join(lines).rstrip("\n").split("\n")
 
 

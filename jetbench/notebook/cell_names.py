@@ -7,6 +7,8 @@ never imports it.
 
 >>> cell_label("/no/such/file.py") is None
 True
+>>> in_colour() if "IPython" not in sys.modules else False
+False
 """
 
 from __future__ import annotations
@@ -14,13 +16,21 @@ from __future__ import annotations
 import sys
 
 
+def _shell() -> object | None:
+    ipython = sys.modules.get("IPython")
+    return None if ipython is None else ipython.get_ipython()
+
+
+def in_colour() -> bool:
+    """Whether the running IPython colours its tracebacks (``%colors`` other than NoColor)."""
+    shell = _shell()
+    return shell is not None and str(getattr(shell, "colors", "nocolor")).lower() != "nocolor"
+
+
 def cell_label(filename: str) -> str | None:
     """``"Cell In[5]"`` when ``filename`` is the code of a cell of the running IPython (its
     compiler's cache maps the file to the execution count), else None."""
-    ipython = sys.modules.get("IPython")
-    if ipython is None:
-        return None
-    shell = ipython.get_ipython()
+    shell = _shell()
     format_code_name = getattr(getattr(shell, "compile", None), "format_code_name", None)
     if format_code_name is None:
         return None

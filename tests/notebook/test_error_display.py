@@ -1,12 +1,14 @@
 """How jetbench's errors read where users meet them. In a real kernel (nbclient): a cell is named
 as IPython names it (``Cell In[2], line 2``, never the kernel's temporary file), a `JobError`'s
 failing inlined step carries its caret, and every other `JetbenchError` starts at the user's
-cell line, then the message (not at IPython's ``run_code`` frame, not in jetbench's own files).
+cell line, then the message (not at IPython's ``run_code`` frame, not in jetbench's own files),
+coloured as IPython colours its own tracebacks.
 In a terminal: the failing inlined step's frame is printed once, and IPython is never imported."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -32,17 +34,27 @@ jb.run(r, bogus=1)""",
 s = jb.Pipeline()
 s.read_from(jb.sources.files("/nonexistent/dir/*.txt")).write_to(jb.sinks.collect())
 jb.run(s, progress=False)""",
+    """%colors nocolor
+jb.run(r, bogus=1)""",
 ]
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @pytest.fixture(scope="module")
 def errors(tmp_path_factory) -> dict[int, tuple[str, str]]:
-    """Each failed cell's execution count: (ename, the traceback's text as the front end shows it)."""
+    """Each failed cell's execution count: (ename, the traceback's text as the front end shows it,
+    colours aside). The colours are checked here: IPython's own (exception type red, "Cell"
+    cyan, "In[n], line n" green), none after ``%colors nocolor``."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path_factory.mktemp("errors"))}}).execute()
-    return {cell.execution_count: (out.ename, "\n".join(out.traceback))
-            for cell in nb.cells for out in cell.outputs if out.output_type == "error"}
+    raw = {cell.execution_count: (out.ename, "\n".join(out.traceback))
+           for cell in nb.cells for out in cell.outputs if out.output_type == "error"}
+    assert "\x1b[31mjetbench.runner_errors.RunnerOptionError\x1b[39m: " in raw[4][1], raw[4][1]
+    assert "\x1b[36mCell\x1b[39m \x1b[32mIn[4], line 3\x1b[39m, in <module>" in raw[4][1], raw[4][1]
+    assert "\x1b[31mZeroDivisionError\x1b[39m" in raw[2][1], raw[2][1]
+    assert raw[6][0] == "RunnerOptionError" and not ANSI.search(raw[6][1]), raw[6][1]
+    return {count: (ename, ANSI.sub("", text)) for count, (ename, text) in raw.items()}
 
 
 def test_a_job_error_names_the_cell_and_carets_the_inlined_step(errors):
