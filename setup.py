@@ -74,8 +74,21 @@ class BuildExt(build_ext):
 _HASHES: dict[str, str] = {}
 
 
+#: setup.py commands that write metadata only: `pip wheel .` runs them (PEP 517's
+#: get_requires_for_build_wheel and prepare_metadata_for_build_wheel) before it builds, and
+#: mypyc would translate the whole engine for each of them, to no use
+METADATA_COMMANDS = {"egg_info", "dist_info"}
+
+
+def _metadata_only() -> bool:
+    commands = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
+    return bool(commands) and commands[0] in METADATA_COMMANDS
+
+
 def engine_extensions() -> list:  # list[setuptools.Extension]
     if os.environ.get("JETBENCH_COMPILE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return []
+    if _metadata_only():
         return []
     try:
         from mypyc.build import mypycify
