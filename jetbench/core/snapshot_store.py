@@ -235,6 +235,9 @@ class SnapshotStore:
             raise JetbenchError(f"snapshot store {self.path!r}: cannot create its directory: {exc}") from None
         #: what opening the file found wrong (see the class), None if nothing
         self.found, unusable = _damage(self.path)
+        if unusable:  # looked at again a moment later: never move aside a file another process is growing
+            time.sleep(0.1)
+            self.found, unusable = _damage(self.path)
         if unusable:
             self._move_aside()
         with self._connect() as db:
