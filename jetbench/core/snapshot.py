@@ -56,7 +56,7 @@ from .snapshot_store import (
     SnapshotWarning,
     VertexState,
 )
-from .snapshot_tasklet import SnapshotSetup
+from .snapshot_tasklet import SnapshotSetup, commits_in_phase2
 from .tasklet import ProcessorTasklet
 
 __all__ = ["CompletedJob", "FaultTolerantJob", "SnapshotCoordinator", "SnapshotRecord", "open_store",
@@ -207,11 +207,18 @@ class SnapshotCoordinator:
         #: vertices upstream of a higher-priority input (`priority_upstream`): no snapshot starts
         #: before all of their instances finished
         self.postponed_by: set[str] = set()
+        #: the id of the terminal snapshot, taken at once when every instance has finished and some
+        #: await its phase 2 (`terminal_due`); 0: none yet
+        self.terminal_id = 0
 
     def set_tasklets(self, tasklets: Sequence[ProcessorTasklet]) -> None:
         self.tasklets = list(tasklets)
         for t in tasklets:
             self.parallelism[t.vertex_name] = t.context.total_parallelism
+        #: instances that, once finished, await the phase 2 of a snapshot holding their final state
+        #: before they close (a transactional sink's last output: `jetbench.core.snapshot_tasklet`)
+        self.commit_waiters = [t for t in tasklets
+                               if t.context.processing_guarantee != "none" and commits_in_phase2(t.processor)]
 
     # -- called by tasklets ---------------------------------------------------------------------
 
@@ -251,6 +258,15 @@ class SnapshotCoordinator:
             return True
         finished = self.finished_entries
         return all((t.vertex_name, t.index) in finished for t in self.tasklets if t.vertex_name in self.postponed_by)
+
+    def terminal_due(self) -> bool:
+        """Whether to store the terminal snapshot now: every instance has finished, some await its
+        phase 2 to commit their last output, and none was stored for them yet (or the last try
+        could not be stored)."""
+        if not self.commit_waiters or (self.terminal_id and (self.phase2_id < self.terminal_id or self.phase2_success)):
+            return False
+        finished = self.finished_entries
+        return all((t.vertex_name, t.index) in finished for t in self.tasklets)
 
     def start(self, now: float) -> int:
         self.requested_id += 1
@@ -651,6 +667,8 @@ class FaultTolerantJob(Job):
                       and coordinator.may_start()):
                     coordinator.start(now)
                     wake = True
+                elif coordinator.phase == 0 and not self.terminating and coordinator.terminal_due():
+                    coordinator.terminal_id = coordinator.start(now)  # every instance finished: no wait
                 else:
                     postponed = coordinator.phase == 0 and not coordinator.may_start()  # woken as they finish
                     timeout = 0.5 if coordinator.phase or postponed else min(max(next_due - now, 0.0), 0.5)

@@ -75,8 +75,9 @@ CHUNK_ENTRIES = 10_000
 #: a processor's saved entries change shape, so that a store kept across an upgrade is refused
 #: rather than misread. 1: the manifests without a
 #: format (before 2026-11-26), when the session window saved its deadlines as a heap of
-#: ``(end, seq, key)``; 2: the session window saves ``(last_wm, late, times, due)``.
-SNAPSHOT_FORMAT = 2
+#: ``(end, seq, key)``; 2: the session window saves ``(last_wm, late, times, due)``; 3: the files
+#: sink saves ``(instance, epoch, pending epochs)`` (two-phase), no longer ``(path, length)``.
+SNAPSHOT_FORMAT = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunk (

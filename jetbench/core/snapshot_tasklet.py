@@ -19,7 +19,12 @@ Once the coordinator has stored snapshot *n* it opens phase 2 (`SnapshotContext.
 each tasklet that took part runs SNAPSHOT_COMMIT_FINISH (``snapshot_commit_finish(success)``)
 at its next empty inbox (or completion step). A tasklet whose processor completed waits for a
 pending phase 2 (WAIT_FOR_SNAPSHOT_COMPLETED), saves its final state (reported as finished:
-it is part of every later snapshot) and only then emits DONE.
+it is part of every later snapshot) and only then emits DONE. A processor with a phase 2 of its
+own (it overrides ``snapshot_commit_finish``: a transactional sink, whose ``complete()``
+prepared its last output) then waits, before it closes, for the first snapshot stored after it
+finished, the one holding its final state, and runs that snapshot's phase 2: what it prepared
+at completion is committed only once a restore can no longer take it back. Once every instance
+has finished, the coordinator stores that snapshot at once (`SnapshotContext.commit_waiters`).
 
 Restore: a tasklet planned with entries starts INIT -> RESTORE_SNAPSHOT (its entries through
 ``restore_from_snapshot(inbox)``) -> FINISH_RESTORE -> PROCESS / COMPLETE, or straight to
@@ -64,6 +69,13 @@ class SnapshotContext(Protocol):
     def phase2_done(self, tasklet: ProcessorTasklet, snapshot_id: int) -> None: ...
 
     def finished(self, tasklet: ProcessorTasklet, entries: bytes) -> None: ...
+
+
+def commits_in_phase2(processor: Processor) -> bool:
+    """Whether ``processor`` has a phase 2 of its own (it overrides ``snapshot_commit_finish``):
+    such a processor commits what it prepared at completion in the phase 2 of the snapshot
+    holding its final state."""
+    return type(processor).snapshot_commit_finish is not Processor.snapshot_commit_finish
 
 
 class BarrierInboundStream(InboundStream):
@@ -146,6 +158,9 @@ class SnapshotTasklet(ProcessorTasklet):
         self._barrier_marks: dict[int, tuple[int, int]] = {} if barrier_marks is None else barrier_marks
         #: snapshots this instance took part in (phase 1 done)
         self.snapshots_taken = 0
+        #: finished, with a phase 2 of its own: the snapshot whose phase 2 it awaits before closing
+        #: (0: none); see the module's docstring
+        self._final_commit_id = 0
 
     # -- restore -------------------------------------------------------------------------------
 
@@ -278,13 +293,36 @@ class SnapshotTasklet(ProcessorTasklet):
         self._entries += self.outbox.take_snapshot()
         if not done:
             return False
-        self.snapshot.finished(self, self._pickled())
+        snapshot = self.snapshot
+        snapshot.finished(self, self._pickled())
+        if self.context.processing_guarantee != "none" and commits_in_phase2(self.processor):
+            # any snapshot asked for from now on holds the final state
+            self._final_commit_id = snapshot.requested_id + 1
         return self._transition(self._step_emit_done)
 
     def _step_emit_done(self) -> bool:
         if self._prepared_id > self._finished_id:  # restored-done instance: nothing to wait for
             self._finished_id = self._prepared_id
-        return super()._step_emit_done()
+        if not super()._step_emit_done():
+            return False
+        if self._final_commit_id:
+            return self._transition(self._step_final_commit)
+        return True
+
+    def _step_final_commit(self) -> bool:
+        """Finished, DONE emitted: wait for the phase 2 of a snapshot holding the final state,
+        run it, then close (a snapshot that could not be stored: wait for the next)."""
+        snapshot = self.snapshot
+        if snapshot.phase2_id < self._final_commit_id:
+            return False
+        success = snapshot.phase2_success
+        if not self.processor.snapshot_commit_finish(success):
+            return False
+        if not success:
+            self._final_commit_id = snapshot.phase2_id + 1
+            return True
+        self._final_commit_id = 0
+        return self._transition(self._step_close)
 
     # -- the snapshot steps --------------------------------------------------------------------
 
@@ -349,6 +387,7 @@ class SnapshotTasklet(ProcessorTasklet):
         "aligning" (exactly-once: some inputs delivered it and are held), "saving" (its state),
         "emitting barrier" (its pending output first, then the barrier downstream), "saved"
         (phase 1 done, phase 2 not open yet), "phase 2", "final save" (the completed processor's
+        state), "final commit" (completed, awaiting the phase 2 of the snapshot holding its final
         state), "restoring"; ``("", 0)`` otherwise."""
         step = self._step.__name__
         prepared = self._prepared_id
@@ -356,6 +395,8 @@ class SnapshotTasklet(ProcessorTasklet):
             return "restoring", prepared
         if step == _SAVE_FINAL_STEP:
             return "final save", 0
+        if step == _FINAL_COMMIT_STEP:
+            return "final commit", self._final_commit_id
         if step in _SAVE_STEPS:
             return "saving", self._next_id
         if step == _EMIT_BARRIER_STEP:  # waits for its data to go first, and for room downstream
@@ -415,6 +456,7 @@ _STATE_OF_STEP.update({
     SnapshotTasklet._step_commit_prepare.__name__: TaskletState.SNAPSHOT_COMMIT_PREPARE,
     SnapshotTasklet._step_emit_barrier.__name__: TaskletState.EMIT_BARRIER,
     SnapshotTasklet._step_commit_finish.__name__: TaskletState.SNAPSHOT_COMMIT_FINISH,
+    SnapshotTasklet._step_final_commit.__name__: TaskletState.SNAPSHOT_COMMIT_FINISH,
 })
 
 #: the steps `SnapshotTasklet.snapshot_progress` names, by method name (as `_STATE_OF_STEP`)
@@ -423,6 +465,7 @@ _SAVE_FINAL_STEP = SnapshotTasklet._step_save_final.__name__
 _SAVE_STEPS = frozenset({SnapshotTasklet._step_save.__name__, SnapshotTasklet._step_commit_prepare.__name__})
 _EMIT_BARRIER_STEP = SnapshotTasklet._step_emit_barrier.__name__
 _PHASE2_STEPS = frozenset({SnapshotTasklet._step_wait_completed.__name__, SnapshotTasklet._step_commit_finish.__name__})
+_FINAL_COMMIT_STEP = SnapshotTasklet._step_final_commit.__name__
 _END_STEPS = frozenset({SnapshotTasklet._step_emit_done.__name__, SnapshotTasklet._step_close.__name__,
                         SnapshotTasklet._step_end.__name__})
 

@@ -205,7 +205,8 @@ def test_files_sink_writes_part_files(tmp_path):
     out = tmp_path / "out" / "nested"
     supplier = files_sink(out)
     assert supplier().is_cooperative is False
-    verify_processor(supplier, input=["a", 1, (2, 3)], output_ordinals=0, context=instance(3, 4))
+    # without a guarantee: one file per instance (the two-phase files: tests/processors/test_snapshots.py)
+    verify_processor(supplier, input=["a", 1, (2, 3)], output_ordinals=0, context=instance(3, 4), snapshots=False)
     assert (out / "part-00003").read_text() == "a\n1\n(2, 3)\n"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import os
 import pkgutil
 from typing import Any
 
@@ -181,37 +182,80 @@ def test_the_files_source_goes_on_from_its_file_and_line(tmp_path):
     assert report.modes[-3:] == SNAPSHOT_MODES
 
 
+def _committed_or_pending(directory) -> str:
+    """Instance 0's lines: its one file without a guarantee; else its committed files and its
+    pending ones (what the phase 2 of the snapshot holding its final state commits), in epoch
+    order."""
+    names = sorted(os.listdir(directory), key=lambda n: n.lstrip("."))
+    return "".join((directory / n).read_text() for n in names if n == "part-00000" or n.startswith("part-00000-")
+                   or (n.startswith(".part-00000-") and n.endswith(".pending")))
+
+
 def test_the_files_sink_ends_with_each_line_once_in_every_mode(tmp_path):
     items = list(range(7))
     contents: list[str] = []
     report = verify_processor(files_sink(tmp_path), input=items, output_ordinals=0, snapshots=True,
-                              assert_output=lambda output: contents.append((tmp_path / "part-00000").read_text()))
+                              assert_output=lambda output: contents.append(_committed_or_pending(tmp_path)))
     assert report.modes[-3:] == SNAPSHOT_MODES
     assert contents == ["".join(f"{x}\n" for x in items)] * len(report.runs)
 
 
-def test_the_files_sink_restored_cuts_what_came_after_the_snapshot(tmp_path):
+def _files(directory) -> list[str]:
+    return sorted(os.listdir(directory))
+
+
+def test_the_files_sink_commits_in_phase_two_and_a_restore_takes_back_nothing_a_reader_saw(tmp_path):
+    """Two-phase files (issue 36): lines go to a hidden in-progress file per epoch, pending at
+    phase 1, visible (renamed whole) at phase 2; a restored instance commits what its snapshot
+    left pending and deletes what came later, so no committed line is ever taken back."""
     from jetbench.core.inbox import Inbox
     from jetbench.core.outbox import Outbox
     from jetbench.core.processor import ProcessorContext
 
     context = ProcessorContext("out", 0, 0, 1, 1, processing_guarantee="exactly_once")
+    (tmp_path / "part-00000").write_text("an earlier run's\n")  # another run's files go at the start
+    (tmp_path / "part-00000-000000007").write_text("an earlier run's\n")
     first = files_sink(tmp_path)()
     first.init(Outbox(0), context)
-    first.process(0, Inbox(["a", "b"]))
-    assert first.save_to_snapshot()
+    first.process(0, Inbox(["a"]))
+    assert first.save_to_snapshot() and first.snapshot_commit_prepare()  # snapshot 1
+    assert first.snapshot_commit_finish(True)
+    assert _files(tmp_path) == ["part-00000-000000001"]
+    first.process(0, Inbox(["b"]))
+    assert first.save_to_snapshot() and first.snapshot_commit_prepare()  # snapshot 2, stored ...
     entries = first.outbox.take_snapshot()
     first.process(0, Inbox(["after the snapshot"]))
-    first.close()  # the failed execution's instance
-    assert (tmp_path / "part-00000").read_text() == "a\nb\nafter the snapshot\n"
+    first.close()  # ... and the process dies before phase 2
+    assert _files(tmp_path) == [".part-00000-000000002.pending", ".part-00000-000000003.inprogress",
+                                "part-00000-000000001"]
+    assert (tmp_path / "part-00000-000000001").read_text() == "a\n"  # all a reader sees
+
     second = files_sink(tmp_path)()
     second.init(Outbox(0), context)
-    second.restore_from_snapshot(Inbox(entries))
+    second.restore_from_snapshot(Inbox(entries[-1:]))
     assert second.finish_snapshot_restore()
     second.process(0, Inbox(["c"]))
+    assert _files(tmp_path) == [".part-00000-000000003.inprogress", "part-00000-000000001", "part-00000-000000002"]
     assert second.complete()
+    assert second.save_to_snapshot()  # the final state: epoch 3 pending
+    assert _files(tmp_path) == [".part-00000-000000003.pending", "part-00000-000000001", "part-00000-000000002"]
+    assert second.snapshot_commit_finish(True)
     second.close()
-    assert (tmp_path / "part-00000").read_text() == "a\nb\nc\n"
+    assert [(tmp_path / n).read_text() for n in _files(tmp_path)] == ["a\n", "b\n", "c\n"]
+
+
+def test_the_files_sink_without_a_guarantee_writes_one_file_as_items_come(tmp_path):
+    from jetbench.core.inbox import Inbox
+    from jetbench.core.outbox import Outbox
+    from jetbench.core.processor import ProcessorContext
+
+    (tmp_path / "part-00000-000000003").write_text("a two-phase run's\n")
+    p = files_sink(tmp_path)()
+    p.init(Outbox(0), ProcessorContext("out", 0, 0, 1, 1))
+    p.process(0, Inbox(["a", "b"]))
+    assert p.complete()
+    p.close()
+    assert _files(tmp_path) == ["part-00000"] and (tmp_path / "part-00000").read_text() == "a\nb\n"
 
 
 def _builtin_processor_classes() -> list[type]:
