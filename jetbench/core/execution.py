@@ -35,6 +35,7 @@ from .job_config import JobConfig
 from .plan import JobPlan, build_plan
 from .sampler import MetricsSampler
 from .tasklet import ProcessorTasklet
+from .trace import DEFAULT_TRACE_CAPACITY, check_capacity
 from .worker import BlockingWorker, CooperativeWorker, Worker, share_work
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ class ExecutionService:
     the park doubling from ``noncooperative_min_idle_us`` to that cap), ``metrics_interval_s`` (record every job's
     metrics at this interval in ``job.sampler``; off by default), ``clock`` (what workers, idlers,
     jobs and processors read the time from and sleep on: the real clock unless a test passes a
-    `jetbench.core.clock.MockClock`).
+    `jetbench.core.clock.MockClock`), ``trace`` (record every tasklet call and every park of each
+    worker of each job into a ring of ``trace_capacity`` events per worker, read by ``job.trace()``:
+    `jetbench.core.trace`; off by default, and then it costs nothing).
     """
 
     def __init__(
@@ -75,6 +78,8 @@ class ExecutionService:
         idle: str = "backoff",
         clock: Clock = SYSTEM_CLOCK,
         noncooperative_idle: str = "timer",
+        trace: bool = False,
+        trace_capacity: int = DEFAULT_TRACE_CAPACITY,
     ):
         if isinstance(cooperative_threads, bool) or not isinstance(cooperative_threads, int) or cooperative_threads < 1:
             raise JetbenchError(f"cooperative_threads must be an int >= 1, got {cooperative_threads!r}")
@@ -90,6 +95,10 @@ class ExecutionService:
         self.idle_strategy = _idle_strategy("idle", idle)
         self.noncooperative_idle_strategy = _idle_strategy("noncooperative_idle", noncooperative_idle)
         self.clock = clock
+        if not isinstance(trace, bool):
+            raise JetbenchError(f"trace must be True or False, got {trace!r}")
+        #: events per worker of each job's trace ring; 0 when not tracing
+        self.trace_capacity = check_capacity("trace_capacity", trace_capacity) if trace else 0
         self._cursor = 0
         self._lock = threading.Lock()
         self._running: weakref.WeakSet[Job] = weakref.WeakSet()
@@ -180,7 +189,7 @@ class ExecutionService:
         where the previous job's deal stopped (as Jet does); return the workers that got any."""
         workers = [
             CooperativeWorker(i, job, self.idle, self.slow_call_ns, f"jetbench.{job.name}.cooperative-{i}",
-                              self.idle_strategy, self.clock)
+                              self.idle_strategy, self.clock, self.trace_capacity)
             for i in range(self.cooperative_threads)
         ]
         with self._lock:
@@ -198,7 +207,8 @@ class ExecutionService:
         workers = []
         for k, t in enumerate(x for x in tasklets if not x.cooperative):
             w = BlockingWorker(k, job, self.noncooperative_idle, self.slow_call_ns,
-                               f"jetbench.{job.name}.blocking-{k}", self.noncooperative_idle_strategy, self.clock)
+                               f"jetbench.{job.name}.blocking-{k}", self.noncooperative_idle_strategy, self.clock,
+                               self.trace_capacity)
             w.tasklets.append(t)
             w.wake_on_input()
             t.worker_index = -1 - k

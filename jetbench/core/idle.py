@@ -87,7 +87,8 @@ class Idler(abc.ABC):
     `after_progress` after one with; other threads call `wake` when they hand it work.
 
     The base keeps what every strategy shares: the bounds (`config`), the `clock`, the counters
-    (`parks`, `parked_ns`: the park time asked for) and the backoff park itself.
+    (`parks`, `parked_ns`: the park time asked for; `woken`: parks another thread cut short,
+    which only a strategy that can be woken counts) and the backoff park itself.
     """
 
     #: the strategy's name, as ``ExecutionService(idle=...)`` takes it
@@ -99,6 +100,7 @@ class Idler(abc.ABC):
         self.clock = clock
         self.parks = 0
         self.parked_ns = 0
+        self.woken = 0
         self._sleep: Callable[[float], object] = sleep or clock.sleep
 
     @abc.abstractmethod
@@ -229,7 +231,6 @@ class TimerIdler(Idler):
         self.fallbacks = 0
         self.skipped = 0
         self.backlog_rounds = 0  # productive rounds followed at once by another, to catch up
-        self.woken = 0  # parks another thread cut short (`wake`): work handed over, not polled for
 
     def idle(self, idle_round: int, tasklets: Sequence[Wakeable] = ()) -> None:
         earliest = _earliest_wake(tasklets)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -25,6 +26,7 @@ from .idle import Idler
 from .metrics import JobMetrics, WorkerStatistics
 from .sampler import MetricsSampler
 from .tasklet import ProcessorTasklet
+from .trace import DEFAULT_TRACE_CAPACITY, Lane, Trace, TraceError, check_capacity, lane_of
 
 #: Views of a job provided by higher layers (e.g. the notebook dashboard), registered by name so
 #: that the engine never imports them: ``register_view("dashboard", factory)``.
@@ -87,7 +89,17 @@ class JobWorker(Protocol):
     @property
     def cpu_time_s(self) -> float: ...
 
+    @property
+    def trace_events(self) -> deque[Any] | None: ...
+
+    @property
+    def trace_written(self) -> int: ...
+
     def statistics(self) -> WorkerStatistics: ...
+
+    def start_trace(self, capacity: int) -> None: ...
+
+    def stop_trace(self) -> None: ...
 
 
 class JobStatus(enum.Enum):
@@ -249,6 +261,41 @@ class Job:
             tuple(w.statistics() for w in list(self.workers)),
             self.edges,
         )
+
+    def trace(self, seconds: float | None = None, capacity: int | None = None) -> Trace:
+        """What this job's workers recorded: every tasklet call and park (`jetbench.core.trace`).
+
+        Without ``seconds``, the rings of a job submitted on ``ExecutionService(trace=True)`` as
+        they are now (the whole job, once it ended, as far as the rings hold). With ``seconds``,
+        record that window of the running job, then stop (``capacity`` events per worker,
+        `DEFAULT_TRACE_CAPACITY` unless given); this call waits for it, or for the job's end if
+        that comes first.
+        """
+        if seconds is None:
+            if not any(w.trace_events is not None for w in self.workers):
+                raise TraceError(f"job {self.name!r} recorded no trace: submit it on ExecutionService(trace=True) "
+                                 "and call job.trace(), or call job.trace(seconds=...) while it runs")
+            return Trace.of(self.name, self.workers)
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+            raise JetbenchError(f"job.trace(seconds=...) takes a number of seconds > 0, got {seconds!r}")
+        size = DEFAULT_TRACE_CAPACITY if capacity is None else check_capacity("capacity", capacity)
+        if self.is_done:
+            raise TraceError(f"job {self.name!r} has ended ({self._status.value}): job.trace(seconds=...) records "
+                             "a window of a running job; to trace a whole job, submit it on "
+                             "ExecutionService(trace=True) and call job.trace() once it ends")
+        since = self.clock.monotonic_ns()
+        started = [w for w in self.workers if w.trace_events is None]
+        for w in started:
+            w.start_trace(size)
+        try:
+            self._done.wait(seconds)
+        finally:
+            lanes = [lane for lane in map(lane_of, self.workers) if lane is not None]
+            for w in started:
+                w.stop_trace()
+        # workers that were recording already (trace=True) keep their ring: only the window is taken
+        return Trace(self.name, [Lane(lane.worker, lane.kind, tuple(e for e in lane.events if e.start_ns >= since),
+                                      lane.capacity, lane.dropped) for lane in lanes])
 
     def dashboard(self, **kwargs: Any) -> Any:
         """The live notebook dashboard of this job (``jetbench.notebook.Dashboard``)."""

@@ -9,6 +9,13 @@ job and starts them; a job sees them through `jetbench.core.job.JobWorker`.
 This module is compiled with mypyc with the rest of the hot path (`jetbench.core.compiled`): the
 round loop and the timed call around each tasklet run as native code. Its classes are internal:
 nothing outside the engine subclasses them.
+
+Tracing (`jetbench.core.trace`): a worker made with ``trace_capacity`` > 0 keeps its last
+``trace_capacity`` events in `Worker.trace_events` (a ``deque`` with that ``maxlen``: the oldest
+drop out; `Worker.trace_written` counts every event, so the dropped ones are counted too). Only
+the worker's own thread appends; readers copy the deque. The round loop picks the traced or the
+plain call once per round (one attribute test a round, never one per call), so a worker without a
+trace runs the same calls as before.
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ from .idle import IdleConfig, Idler, make_idler
 from .job import Job
 from .metrics import WorkerStatistics
 from .tasklet import DONE_STATE, ProcessorTasklet, TaskletAborted
+
+#: One traced event (see `jetbench.core.trace`, which reads them):
+#: a call ``(start_ns, end_ns, tasklet, result bits, items in, items out, the step it runs next)``;
+#: a park ``(start_ns, end_ns, None, asked ns, idle round (0: paced after progress), woken 0/1, strategy)``
+TraceEntry = tuple[int, int, ProcessorTasklet | None, int, int, int, object]
 
 
 def _thread_cpu_s(thread: threading.Thread | None) -> float | None:
@@ -41,7 +53,7 @@ class Worker:
     kind: ClassVar[str] = "cooperative"
 
     def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str,
-                 idle_strategy: str = "backoff", clock: Clock = SYSTEM_CLOCK):
+                 idle_strategy: str = "backoff", clock: Clock = SYSTEM_CLOCK, trace_capacity: int = 0):
         self.index = index
         self.job = job
         self.idler: Idler = make_idler(idle_strategy, idle_config, clock)
@@ -57,6 +69,19 @@ class Worker:
         #: when the last call ended (clock ns), the start of the next call in the same round;
         #: 0 to read the clock afresh (the round loop clears it before each round)
         self._last_ns = 0
+        #: the trace ring: the last ``trace_capacity`` events, None when not tracing
+        self.trace_events: deque[TraceEntry] | None = deque(maxlen=trace_capacity) if trace_capacity > 0 else None
+        #: events appended to `trace_events` since it was made (those beyond its length were dropped)
+        self.trace_written = 0
+
+    def start_trace(self, capacity: int) -> None:
+        """Record from this worker's next round into a fresh ring of ``capacity`` events."""
+        self.trace_written = 0
+        self.trace_events = deque(maxlen=capacity)
+
+    def stop_trace(self) -> None:
+        """Stop recording from the next round (the ring already read stays with its reader)."""
+        self.trace_events = None
 
     @property
     def cpu_time_s(self) -> float:
@@ -120,6 +145,39 @@ class Worker:
             t.progress_calls += 1
         return r
 
+    def _traced_call(self, t: ProcessorTasklet) -> int:
+        """`_call`, and the call appended to `trace_events` (the clock is read no more often)."""
+        received = t.received_count
+        emitted = t.emitted_count
+        t0 = self._last_ns
+        if not t0:
+            t0 = self._last_ns = self._now_ns()
+        r = self._call(t)
+        events = self.trace_events
+        if events is not None:
+            events.append((t0, self._last_ns, t, r, t.received_count - received, t.emitted_count - emitted, t._step))
+            self.trace_written += 1
+        return r
+
+    def _traced_park(self, idle_round: int, tasklets: list[ProcessorTasklet]) -> None:
+        """The idler's `idle` (``idle_round`` > 0) or `after_progress` (0), a park appended to
+        `trace_events` if it parked: the time it asked for, the time it took, whether a wake cut
+        it short. A pacing round that did not park reads no clock."""
+        idler = self.idler
+        parks = idler.parks
+        asked = idler.parked_ns
+        woken = idler.woken
+        t0 = self._last_ns or self._now_ns()  # the round's last call ended: the park starts there
+        if idle_round:
+            idler.idle(idle_round, tasklets)
+        else:
+            idler.after_progress(tasklets)
+        events = self.trace_events
+        if idler.parks != parks and events is not None:
+            events.append((t0, self._now_ns(), None, idler.parked_ns - asked, idle_round,
+                           1 if idler.woken != woken else 0, idler.name))
+            self.trace_written += 1
+
     def _abort_all(self) -> None:
         for t in self.tasklets:
             self._abort(t)
@@ -138,8 +196,8 @@ class CooperativeWorker(Worker):
     """Calls its tasklets round-robin; idles with exponential backoff after an idle round."""
 
     def __init__(self, index: int, job: Job, idle_config: IdleConfig, slow_call_ns: int, name: str,
-                 idle_strategy: str = "backoff", clock: Clock = SYSTEM_CLOCK):
-        super().__init__(index, job, idle_config, slow_call_ns, name, idle_strategy, clock)
+                 idle_strategy: str = "backoff", clock: Clock = SYSTEM_CLOCK, trace_capacity: int = 0):
+        super().__init__(index, job, idle_config, slow_call_ns, name, idle_strategy, clock, trace_capacity)
         self.stealing: WorkStealing | None = None  # set when work stealing is on
         self.incoming: deque[ProcessorTasklet] = deque()
         self.expected = 0  # tasklets marked for stealing by this worker, not yet handed over
@@ -148,7 +206,8 @@ class CooperativeWorker(Worker):
         job = self.job
         tasklets = self.tasklets
         stealing = self.stealing
-        call = self._call
+        plain = self._call
+        traced = self._traced_call
         idle_round = 0
         while tasklets or self.incoming or self.expected:
             while self.incoming:
@@ -163,6 +222,7 @@ class CooperativeWorker(Worker):
             progress = False
             finished: list[ProcessorTasklet] | None = None  # to dismiss after the round
             self._last_ns = 0  # the round's first call reads the clock afresh
+            call = plain if self.trace_events is None else traced  # once a round, never per call
             for t in tasklets:
                 if stealing is not None and t.steal_to is not None:
                     if finished is None:
@@ -190,11 +250,17 @@ class CooperativeWorker(Worker):
                 for w in self.colleagues:
                     w.idler.wake()
                 if tasklets:
-                    self.idler.after_progress(tasklets)
+                    if self.trace_events is None:
+                        self.idler.after_progress(tasklets)
+                    else:
+                        self._traced_park(0, tasklets)
             elif tasklets or self.expected:
                 idle_round += 1
                 self.idle_count += 1
-                self.idler.idle(idle_round, tasklets)
+                if self.trace_events is None:
+                    self.idler.idle(idle_round, tasklets)
+                else:
+                    self._traced_park(idle_round, tasklets)
 
 
 class BlockingWorker(Worker):
@@ -215,7 +281,7 @@ class BlockingWorker(Worker):
         idle_round = 0
         while not job.terminating:
             self._last_ns = 0  # one tasklet: every call reads the clock afresh (idling comes between)
-            r = self._call(t)
+            r = self._call(t) if self.trace_events is None else self._traced_call(t)
             self.iteration_count += 1
             if r & DONE_STATE:
                 self.tasklets.clear()
@@ -227,7 +293,10 @@ class BlockingWorker(Worker):
             else:
                 idle_round += 1
                 self.idle_count += 1
-                self.idler.idle(idle_round, self.tasklets)
+                if self.trace_events is None:
+                    self.idler.idle(idle_round, self.tasklets)
+                else:
+                    self._traced_park(idle_round, self.tasklets)
         self._abort_all()
 
     def wait_for_room(self, t: ProcessorTasklet) -> None:
