@@ -58,6 +58,7 @@ import sqlite3
 import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 
 import graphviz
 import pandas as pd
@@ -485,6 +486,61 @@ except CodeChangedError as exc:
 assert record.state == "completed" and again.status.value == "completed" and again.join() is None
 assert upgraded_counts == EXPECTED  # the new map passes items as the old one did: a fitting upgrade
 assert "vertex 'fused(map, group-aggregate-key)'" in words[0] and "fused(map" in str(refused), (words, refused)
+
+# %% [markdown]
+# ## 10. How a sink commits, and what a reader of its output sees
+#
+# A sink is where a restore could go wrong in public: lines written after the snapshot a job
+# restarts from are written again. So under a guarantee the files sink commits with the
+# snapshot, as Flink's `FileSink` does: each instance writes the lines of a snapshot epoch to a
+# hidden in-progress file (`.part-00000-000000003.inprogress`), makes it pending at the barrier
+# (phase 1), and renames it to `part-00000-000000003` once the snapshot is stored (phase 2).
+# A rename is atomic, so a file appears whole; a restore commits what its snapshot left pending
+# and deletes what came later, hidden files only. Below, the failing job of section 3 writes its
+# counts' input to files, while a reader lists the directory every few milliseconds: every
+# committed file it saw is there at the end, unchanged, and the lines are the failure-free
+# run's. (Without a guarantee the sink writes one `part-00000` per instance as items come, and
+# a failed job leaves what it had written.) The collect and pandas sinks hold their items the
+# same way: the job's result is only ever committed items.
+
+# %%
+def lines_job(fail, out):
+    p = Pipeline()
+    (p.read_from(sources.generator(RATE, timestamped=False, count=ITEMS))
+        .map(fail)
+        .map(lambda x: f"item {x}")
+        .write_to(sinks.files(out)))
+    return p
+
+
+out_dir = os.path.join(STORE_DIR, "lines")
+job = ExecutionService(cooperative_threads=THREADS).submit(lines_job(FailOnce(FAIL_AT), out_dir), name="lines",
+                                                           config=config("exactly_once"))
+read = {}  # what a reader saw: committed file -> its text
+hidden = set()
+while not job.is_done:
+    if os.path.isdir(out_dir):
+        for name in os.listdir(out_dir):
+            if name.startswith("."):
+                hidden.add(name.rsplit(".", 1)[1])
+            elif name not in read:
+                try:
+                    read[name] = Path(out_dir, name).read_text()
+                except FileNotFoundError:  # never: a committed file stays
+                    read[name] = None
+    time.sleep(0.005)
+job.join(timeout=60)
+final = {path.name: path.read_text() for path in sorted(Path(out_dir).iterdir())}
+pd.DataFrame({"committed files": [len(final)], "seen by the reader while it ran": [len(read)],
+              "hidden kinds seen": [", ".join(sorted(hidden))], "restarts": [job.restarts],
+              "first files": [", ".join(list(final)[:3])]})
+
+# %%
+written = Counter(line for text in final.values() for line in text.splitlines())
+assert job.restarts == 1 and written == Counter(f"item {x}" for x in range(ITEMS)), job.restarts
+assert all(name.startswith("part-") for name in final)  # no hidden file is left
+assert all(final.get(name) == text for name, text in read.items()), "a reader saw a line a restore took back"
+assert len(read) >= 2, read  # files appeared while the job ran
 
 # %% [markdown]
 #
