@@ -280,8 +280,8 @@ def set_idle_controls(page: Any, dash: str) -> None:
     page.mouse.up()
 
 
-def run_new_cell(page: Any, code: str, timeout_ms: int = 30_000) -> str:
-    """Type ``code`` (one line) into a new cell below the last, run it, return its output text."""
+def new_cell(page: Any) -> int:
+    """Add a code cell below the last and start editing it; return its index among the code cells."""
     cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
     n = cells.count()
     cells.nth(n - 1).locator(".jp-InputPrompt").click()
@@ -289,6 +289,13 @@ def run_new_cell(page: Any, code: str, timeout_ms: int = 30_000) -> str:
     page.keyboard.press("b")
     cells.nth(n).wait_for()
     page.keyboard.press("Enter")
+    return n
+
+
+def run_new_cell(page: Any, code: str, timeout_ms: int = 30_000) -> str:
+    """Type ``code`` (one line) into a new cell below the last, run it, return its output text."""
+    cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
+    n = new_cell(page)
     page.keyboard.type(code)
     page.keyboard.press("Shift+Enter")
     page.wait_for_function(

@@ -19,7 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from .jlab import ARTIFACTS, open_notebook, run_all, run_new_cell, screenshot, write_notebook
+from .jlab import (
+    ARTIFACTS,
+    new_cell,
+    open_notebook,
+    run_all,
+    run_new_cell,
+    screenshot,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -661,6 +669,10 @@ def test_six_vertices_at_1600_px_with_the_file_browser_open_fit_and_refit(lab, p
     wait_js(page, f"() => document.querySelector('{B}')?.dataset.fitZoom !== undefined")
     wait_all_inside(page, 6)
     assert page.locator("#filebrowser").is_visible()
+    # the builder (~1230 px here) starts without its side panel: the canvas gets the room, and the
+    # six vertices fit at a legible zoom (11 px text at 7.7 px or more)
+    assert page.locator(f"{B} .jbb-panel").count() == 0
+    assert fit_zoom(page) >= 0.7, fit_zoom(page)
     shot(page.locator(".jp-LabShell"), "builder-1600-filebrowser-page.png")
 
     # the user zooms in (the sink leaves the canvas), then presses Fit: all six again
@@ -766,13 +778,7 @@ def test_export_code_shows_copies_and_rebuilds_the_dag(lab, page):
     # Copy, then paste into a new cell and run it: the same DAG and result
     page.locator(f"{B} .jbb-export button.jbb-copy").click()
     wait_js(page, "(sel) => document.querySelector(sel)?.textContent.startsWith('copied')", f"{B} .jbb-copied")
-    cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
-    n = cells.count()
-    cells.nth(n - 1).locator(".jp-InputPrompt").click()
-    page.keyboard.press("Escape")
-    page.keyboard.press("b")
-    cells.nth(n).wait_for()
-    page.keyboard.press("Enter")
+    n = new_cell(page)
     page.keyboard.press("Control+v")
     wait_js(page, "(i) => document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell')[i]?.textContent.includes('dag = DAG()')", n)
     page.keyboard.press("Shift+Enter")

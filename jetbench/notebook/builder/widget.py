@@ -42,7 +42,8 @@ def _notebook_namespace() -> dict[str, Any]:
 
 
 class DagBuilder(anywidget.AnyWidget):
-    """Build a DAG on a canvas: palette, drag, connect, edit, validate, run.
+    """Build a DAG on a canvas: palette, drag, connect, edit, validate, run, and export as code
+    (the Export code button shows `to_code`'s code, with a Copy button).
 
     ``DagBuilder()`` starts empty; ``DagBuilder(dag)`` opens a `DAG` (or a `Pipeline`'s DAG),
     laid out automatically. ``builder.dag`` is the real `jetbench.DAG` (raises `BuilderError`

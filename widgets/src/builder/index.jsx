@@ -34,7 +34,7 @@ let instances = 0; // one React Flow id per view: SVG marker ids must not clash 
 const FIT_MIN_ZOOM = 0.1; // React Flow's own minZoom below
 const FIT_MAX_ZOOM = 1.1;
 const FIT_PAD = 20; // pixels around the fitted DAG
-const PANEL_AUTO_WIDTH = 1100; // a builder at least this wide opens with its side panel
+const PANEL_AUTO_WIDTH = 1400; // a builder at least this wide opens with its side panel (narrower: the canvas gets the room)
 const CLICK_SLOP = 5; // pixels a palette press may move and still be a click
 
 // The free spot for a new node nearest (x, y): rings of candidates around it, the first that
