@@ -35,6 +35,7 @@ settings.load_profile("jetbench")
 XDIST_GROUPS = {
     "tests/spark/": "spark",
     "tests/notebook/test_kind_walk.py::test_a_spark_kind": "spark",  # starts a Spark session
+    "tests/test_readme.py::test_readme_block": "spark",  # the README's Spark block: session()
     "tests/browser/": "browser",
     "tests/test_wheel_build.py": "wheel",
     "tests/beam/test_nexmark_queries.py": "beam-nexmark-events",
@@ -46,6 +47,7 @@ def xdist_group(nodeid: str) -> str | None:
     return next((group for prefix, group in XDIST_GROUPS.items() if nodeid.startswith(prefix)), None)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown under -p no:xdist
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` with the groups of XDIST_GROUPS: a group is one unit of work, sent
     whole to one worker (the biggest first); each other test is a unit of its own."""
@@ -63,7 +65,7 @@ def pytest_xdist_make_scheduler(config, log):
 #: Tests that start a Spark session by themselves (``session()``, which reuses the active one) run
 #: after tests/spark, whose fixture starts it with its own settings: run before, they would start
 #: one with the default settings that the fixture would then restart.
-AFTER_SPARK_FIXTURE = ("tests/notebook/test_kind_walk.py::test_a_spark_kind",)
+AFTER_SPARK_FIXTURE = ("tests/notebook/test_kind_walk.py::test_a_spark_kind", "tests/test_readme.py::test_readme_block")
 
 
 def pytest_collection_modifyitems(config, items):
