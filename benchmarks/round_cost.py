@@ -5,6 +5,7 @@ blurs the figure).
     .venv/bin/python benchmarks/round_cost.py [--rates 1000 250000] [--repeat 5]
     .venv/bin/python benchmarks/round_cost.py --baseline /tmp/base   # A/B against another checkout
     .venv/bin/python benchmarks/round_cost.py --pure-vs-compiled      # this checkout's two builds
+    .venv/bin/python benchmarks/round_cost.py --trace                 # and this checkout tracing
 
 At 1,000 items/s a round carries one item (the engine's fixed cost per tasklet call); at
 250,000 items/s it carries 250 (the per-item cost). With ``--baseline DIR`` (a checkout, e.g.
@@ -12,7 +13,9 @@ At 1,000 items/s a round carries one item (the engine's fixed cost per tasklet c
 and then this one's, interleaved, and the ratio baseline / this is printed: above 1, this
 checkout's rounds are cheaper. With ``--pure-vs-compiled`` the two sides are this checkout's
 engine interpreted (``JETBENCH_PURE_PYTHON=1``) and compiled with mypyc (``scripts/setup.sh``
-builds it; `jetbench.core.compiled`), and the ratio is pure / compiled.
+builds it; `jetbench.core.compiled`), and the ratio is pure / compiled. With ``--trace`` a side
+"traced" is added, this checkout with its worker recording every call (`jetbench.core.trace`, a
+ring of ``--trace-capacity`` events), and the ratio traced / this.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 
-def round_cost_us(rate: float, seconds: float) -> float:
+def round_cost_us(rate: float, seconds: float, trace_capacity: int = 0) -> float:
     """Mean thread CPU per round, in microseconds, over ``seconds`` of 1 ms ticks."""
     from jetbench import sources
     try:
@@ -55,7 +58,10 @@ def round_cost_us(rate: float, seconds: float) -> float:
     else:
         tasklets = list(build_plan(dag, 1, 1024).tasklets)
     worker = Worker(0, job, IdleConfig(1000, 1000), 10**9, "round-cost")
-    call = worker._call
+    if trace_capacity:
+        worker.start_trace(trace_capacity)
+    # as the worker's round loop picks it (traced only when recording)
+    call = worker._call if getattr(worker, "trace_events", None) is None else worker._traced_call
     # as the worker's round loop does before each round (a checkout without it times every call alone)
     fresh = hasattr(worker, "_last_ns")
     tick = time.perf_counter()
@@ -91,10 +97,12 @@ def build_of(checkout: Path, extra_env: dict[str, str]) -> str:
 
 
 def measure_in(checkout: Path, rates: list[float], seconds: float,
-               extra_env: dict[str, str] | None = None) -> dict[float, float]:
+               extra_env: dict[str, str] | None = None, trace_capacity: int = 0) -> dict[float, float]:
     """Run `round_cost_us` for each rate in a fresh interpreter importing ``checkout``'s jetbench."""
     env = {**os.environ, "PYTHONPATH": str(checkout), **(extra_env or {})}
     argv = [sys.executable, __file__, "--child", "--seconds", str(seconds), "--rates", *map(str, rates)]
+    if trace_capacity:
+        argv += ["--trace", "--trace-capacity", str(trace_capacity)]
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, cwd=checkout)
     return dict(zip(rates, json.loads(out.stdout), strict=True))
 
@@ -107,13 +115,16 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout to compare with, interleaved")
     parser.add_argument("--pure-vs-compiled", action="store_true",
                         help="compare this checkout's engine interpreted with it compiled, interleaved")
+    parser.add_argument("--trace", action="store_true", help="add this checkout tracing, interleaved")
+    parser.add_argument("--trace-capacity", type=int, default=1000, help="events per worker of the trace ring")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # one side of the comparison: a JSON list of costs, one per rate
         import jetbench
 
         assert Path(jetbench.__file__).is_relative_to(Path.cwd()), jetbench.__file__
-        print(json.dumps([round_cost_us(rate, args.seconds) for rate in args.rates]))
+        cap = args.trace_capacity if args.trace else 0
+        print(json.dumps([round_cost_us(rate, args.seconds, cap) for rate in args.rates]))
         return
     envs: dict[str, dict[str, str]] = {}
     if args.pure_vs_compiled:
@@ -125,10 +136,14 @@ def main() -> None:
         sides = {"this": HERE}
     else:
         sides = {"baseline": args.baseline.resolve(), "this": HERE}
+    traces = {side: 0 for side in sides}
+    if args.trace and not args.pure_vs_compiled:
+        sides["traced"] = HERE
+        traces["traced"] = args.trace_capacity
     runs: dict[str, list[dict[float, float]]] = {side: [] for side in sides}
     for _ in range(args.repeat):
         for side, checkout in sides.items():
-            runs[side].append(measure_in(checkout, args.rates, args.seconds, envs.get(side)))
+            runs[side].append(measure_in(checkout, args.rates, args.seconds, envs.get(side), traces[side]))
     print(f"round cost, thread CPU per round in us (median of {args.repeat}, 1 ms ticks)")
     for rate in args.rates:
         medians = {side: statistics.median(r[rate] for r in rs) for side, rs in runs.items()}
@@ -137,6 +152,8 @@ def main() -> None:
             line += f"   ratio {medians['baseline'] / medians['this']:.2f}"
         if "pure" in medians:
             line += f"   ratio {medians['pure'] / medians['compiled']:.2f}"
+        if "traced" in medians:
+            line += f"   traced/this {medians['traced'] / medians['this']:.2f}"
         print(f"  {rate:>11,.0f} items/s: {line}")
 
 

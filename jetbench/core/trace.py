@@ -18,9 +18,14 @@ What is recorded, per worker:
 
 **Memory.** A ring holds at most ``trace_capacity`` events (`DEFAULT_TRACE_CAPACITY`, 65,536, unless
 ``ExecutionService(trace_capacity=...)`` or ``job.trace(capacity=...)`` says otherwise) per
-worker, about `BYTES_PER_EVENT` (200) bytes each (a 7-tuple, its two clock readings and the
-deque's slot; tests/core/test_trace.py measures it): 65,536 events are about 13 MB per worker,
-about 6 s of a 10-tasklet worker calling 10,000 times a second.
+worker, about 150 bytes each (a 7-tuple, its two clock readings and the deque's slot: 147
+measured on a full ring; tests/core/test_trace.py holds it under `BYTES_PER_EVENT`, 200): 65,536
+events are about 10 MB per worker at most, about 6 s of a 10-tasklet worker calling 10,000 times
+a second.
+
+What comes next (issue 34): the notebook's timeline (``job.timeline()``, a lane per worker drawn
+from these events, live over a sliding window) and the step mode (``job.step()`` on the mock clock,
+one round per worker) read the same rings.
 
 A `Trace` is a copy of the rings taken when it was asked for: `Trace.events` (one `TraceEvent`
 per call or park, per worker in order), `Trace.export` (Chrome's trace-event JSON, which

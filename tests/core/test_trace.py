@@ -316,3 +316,18 @@ def test_only_the_worker_thread_appends_and_a_reader_copy_is_consistent():
     stop.set()
     reader.join()
     assert seen and all(n <= 1000 for n in seen)
+
+
+def test_snapshot_phases_show_as_the_states_calls_move_to(tmp_path):
+    from jetbench.core.job_config import JobConfig
+
+    config = JobConfig("exactly_once", snapshot_interval_ms=5, snapshot_store=tmp_path / "s.sqlite")
+    service = ExecutionService(cooperative_threads=2, outbox_capacity=16, trace=True)
+    dag = DAG()
+    src = dag.new_vertex("paced", lambda: PacedSource(30, 0.002), 1)
+    out = dag.new_vertex("out", collect_sink(), 1)
+    dag.edge(Edge.between(src, out))
+    job = service.submit(dag, config=config)
+    assert sorted(job.join(timeout=60)) == list(range(30))
+    states = {e.state for e in job.trace().events if e.kind == "call"}
+    assert {"SAVE_SNAPSHOT", "EMIT_BARRIER"} <= states
