@@ -1,25 +1,47 @@
 #!/usr/bin/env bash
-# Set up (idempotent), lint with ruff, type-check with mypy, then run the whole test suite on the
-# compiled engine (setup.sh compiles it with mypyc), then the engine's and the processors' tests
-# again on the same sources interpreted (JETBENCH_PURE_PYTHON=1; jetbench/core/compiled.py).
-# Extra args are passed to the first pytest run (after the defaults -q -ra); paths are
-# relative to the repo root. JETBENCH_TEST_PURE_PASS=0 skips the second run.
+# The test command. Sets up (scripts/setup.sh, idempotent), then lints with ruff, type-checks with
+# mypy and runs the tests; every step's exit code is checked, and it exits 1 if any failed.
+#
+#   bash scripts/test.sh            the whole suite (the README's test command; .ci/run runs it):
+#                                   nothing skipped, slow, browser and Spark tests included
+#   bash scripts/test.sh --fast     the fast lane, to run after each change (a few minutes): the
+#                                   same ruff and mypy, and every test not marked slow, browser or
+#                                   serial outside tests/spark, tests/beam and tests/browser, on
+#                                   the compiled build; the whole suite still runs before a merge
+#   bash scripts/test.sh [--fast] ARGS...   ARGS go to pytest (after the defaults -q -ra), e.g.
+#                                   a path relative to the repo root, -x, -k NAME, --durations=30
+#
+# How the whole suite uses a 2-core machine:
+#   1. the tests marked `serial` (they measure CPU or timing) run first, alone, compiled then pure;
+#   2. then, side by side: ruff and mypy; the rest of the suite on the compiled build on two
+#      pytest-xdist workers (-n 2 --dist loadgroup: tests sharing one Spark session, one
+#      JupyterLab server or one built wheel stay on one worker, see XDIST_GROUPS in
+#      tests/conftest.py); and the engine's and the processors' tests on the same sources
+#      interpreted (JETBENCH_PURE_PYTHON=1; jetbench/core/compiled.py) in a third process, whose
+#      output is printed when it ends.
+#
+# Environment: JETBENCH_TEST_WORKERS=N pytest-xdist workers (default 2; 0 runs in one process),
+# JETBENCH_TEST_PURE_PASS=0 leaves out the pure-build pass.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+fast=0
+if [[ "${1:-}" == --fast ]]; then
+    fast=1
+    shift
+fi
+workers="${JETBENCH_TEST_WORKERS:-2}"
+xdist=()
+if [[ "$workers" != 0 ]]; then
+    xdist=(-n "$workers" --dist loadgroup)
+fi
+
 bash scripts/setup.sh
 
-echo "[test] ruff check ."
-ruff_rc=0
-.venv/bin/ruff check . || ruff_rc=$?
-
-# jetbench as a whole: core and processors strictly, the rest with mypy's defaults
-# (see [tool.mypy] in pyproject.toml)
-echo "[test] mypy"
-mypy_rc=0
-.venv/bin/mypy || mypy_rc=$?
+logs="$(mktemp -d "${TMPDIR:-/tmp}/jetbench-test.XXXXXX")"
+trap 'rm -rf "$logs"' EXIT
 
 # the compiled build must be the one loaded (tests/core/test_compiled_build.py checks it), unless
 # this machine could not compile it (setup.sh warned): then the whole suite runs interpreted
@@ -28,17 +50,96 @@ if ! build_status="$(.venv/bin/python jetbench/core/compiled.py 2>&1)"; then
     echo "[test] WARNING: $build_status: the whole suite runs on the pure build" >&2
     expect=pure
 fi
+pure_pass=0
+if [[ $expect == compiled && "${JETBENCH_TEST_PURE_PASS:-1}" != 0 && $fast == 0 ]]; then
+    pure_pass=1
+fi
+pure_tests=(tests/core tests/processors jetbench/core jetbench/processors)
 
-echo "[test] pytest -q -ra $* (engine: $expect)"
+pytest() {  # pytest ENGINE ARGS...: one pytest run on the compiled or the pure build
+    local engine="$1"
+    shift
+    if [[ $engine == pure ]]; then
+        JETBENCH_PURE_PYTHON=1 JETBENCH_EXPECT_BUILD=pure .venv/bin/python -m pytest -q -ra "$@"
+    else
+        JETBENCH_EXPECT_BUILD=$expect .venv/bin/python -m pytest -q -ra "$@"
+    fi
+}
+
+# 1. alone. Collecting the whole suite takes a while (every module is imported, for its
+# doctests too): unless ARGS name paths, only the files that mark a test serial are collected
+# here. Exit 5 (none of the tests selected is marked serial) is not a failure of this step.
+serial_rc=0
+serial_pure_rc=0
+if [[ $fast == 0 ]]; then
+    serial_paths=()
+    for arg in "$@"; do
+        [[ $arg != -* && -e ${arg%%::*} ]] && serial_paths+=("$arg")
+    done
+    if [[ ${#serial_paths[@]} -eq 0 ]]; then
+        mapfile -t serial_paths < <(grep -rlE --include='*.py' 'mark\.serial\b' tests jetbench | sort)
+    fi
+    options=()
+    for arg in "$@"; do
+        [[ $arg == -* || ! -e ${arg%%::*} ]] && options+=("$arg")
+    done
+    if [[ ${#serial_paths[@]} -gt 0 ]]; then
+        echo "[test] pytest -q -ra -m serial ${serial_paths[*]} (engine: $expect; alone)"
+        pytest "$expect" -m serial -p no:xdist "${options[@]}" "${serial_paths[@]}" || serial_rc=$?
+        [[ $serial_rc -eq 5 ]] && serial_rc=0
+    fi
+    pure_serial=()
+    for path in "${serial_paths[@]}"; do
+        for pure_path in "${pure_tests[@]}"; do
+            [[ $path == "$pure_path" || $path == "$pure_path"/* ]] && pure_serial+=("$path")
+        done
+    done
+    if [[ $pure_pass == 1 && ${#pure_serial[@]} -gt 0 ]]; then
+        echo "[test] JETBENCH_PURE_PYTHON=1 pytest -q -ra -m serial ${pure_serial[*]} (engine: pure; alone)"
+        pytest pure -m serial -p no:xdist "${pure_serial[@]}" || serial_pure_rc=$?
+        [[ $serial_pure_rc -eq 5 ]] && serial_pure_rc=0
+    fi
+fi
+
+# 2. side by side
+echo "[test] ruff check . and mypy (in the background)"
+.venv/bin/ruff check . >"$logs/ruff" 2>&1 &
+ruff_pid=$!
+# jetbench as a whole: core and processors strictly, the rest with mypy's defaults
+# (see [tool.mypy] in pyproject.toml)
+.venv/bin/mypy >"$logs/mypy" 2>&1 &
+mypy_pid=$!
+
+pure_pid=
+if [[ $pure_pass == 1 ]]; then
+    echo "[test] JETBENCH_PURE_PYTHON=1 pytest -q -ra -m 'not serial' ${pure_tests[*]} (engine: pure; in the background)"
+    pytest pure -m "not serial" -p no:xdist "${pure_tests[@]}" >"$logs/pure" 2>&1 &
+    pure_pid=$!
+fi
+
+if [[ $fast == 1 ]]; then
+    selection=(-m "not slow and not browser and not serial" --ignore=tests/spark --ignore=tests/beam
+               --ignore=tests/browser --ignore=jetbench/spark --ignore=jetbench/beam)
+else
+    selection=(-m "not serial")
+fi
+echo "[test] pytest -q -ra ${xdist[*]} ${selection[*]} $* (engine: $expect)"
 pytest_rc=0
-JETBENCH_EXPECT_BUILD=$expect .venv/bin/python -m pytest -q -ra "$@" || pytest_rc=$?
+pytest "$expect" "${xdist[@]}" "${selection[@]}" "$@" || pytest_rc=$?
 
+ruff_rc=0
+wait "$ruff_pid" || ruff_rc=$?
+echo "[test] ruff check . (exit $ruff_rc):"
+cat "$logs/ruff"
+mypy_rc=0
+wait "$mypy_pid" || mypy_rc=$?
+echo "[test] mypy (exit $mypy_rc):"
+cat "$logs/mypy"
 pure_rc=0
-if [[ $expect == compiled && "${JETBENCH_TEST_PURE_PASS:-1}" != 0 ]]; then
-    pure_tests=(tests/core tests/processors jetbench/core jetbench/processors)
-    echo "[test] JETBENCH_PURE_PYTHON=1 pytest -q -ra ${pure_tests[*]} (engine: pure)"
-    JETBENCH_PURE_PYTHON=1 JETBENCH_EXPECT_BUILD=pure .venv/bin/python -m pytest -q -ra "${pure_tests[@]}" \
-        || pure_rc=$?
+if [[ -n $pure_pid ]]; then
+    wait "$pure_pid" || pure_rc=$?
+    echo "[test] the pure-build pass (exit $pure_rc):"
+    cat "$logs/pure"
 fi
 
 if [[ $pytest_rc -eq 5 ]]; then
@@ -50,6 +151,12 @@ fi
 if [[ $mypy_rc -ne 0 ]]; then
     echo "[test] FAILED: mypy exited $mypy_rc" >&2
 fi
+if [[ $serial_rc -ne 0 ]]; then
+    echo "[test] FAILED: the serial tests (pytest -m serial) exited $serial_rc" >&2
+fi
+if [[ $serial_pure_rc -ne 0 ]]; then
+    echo "[test] FAILED: the serial tests on the pure build exited $serial_pure_rc" >&2
+fi
 if [[ $pytest_rc -ne 0 && $pytest_rc -ne 5 ]]; then
     echo "[test] FAILED: pytest exited $pytest_rc" >&2
 fi
@@ -57,7 +164,12 @@ if [[ $pure_rc -ne 0 ]]; then
     echo "[test] FAILED: the pure-build pass of pytest exited $pure_rc" >&2
 fi
 
-if [[ $ruff_rc -ne 0 || $mypy_rc -ne 0 || $pytest_rc -ne 0 || $pure_rc -ne 0 ]]; then
+if [[ $ruff_rc -ne 0 || $mypy_rc -ne 0 || $serial_rc -ne 0 || $serial_pure_rc -ne 0 || $pytest_rc -ne 0 \
+      || $pure_rc -ne 0 ]]; then
     exit 1
 fi
-echo "[test] OK: ruff and mypy clean, tests passed (engine: $expect$([[ $expect == compiled ]] && echo ', and pure'))"
+if [[ $fast == 1 ]]; then
+    echo "[test] OK (fast lane): ruff and mypy clean, the fast tests passed (engine: $expect)"
+else
+    echo "[test] OK: ruff and mypy clean, tests passed (engine: $expect$([[ $pure_pass == 1 ]] && echo ', and pure'))"
+fi
