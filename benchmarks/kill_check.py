@@ -37,6 +37,7 @@ prints a table (seeds, kills, kills by moment, differences, missing, duplicated)
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import selectors
@@ -383,13 +384,18 @@ def child_env(build: str, root: Path = ROOT) -> dict[str, str]:
 
 
 def run(seeds: list[int], n: int, build: str, guarantee: str, work: Path, verbose: bool = False,
-        root: Path = ROOT) -> list[SeedResult]:
+        root: Path = ROOT, log: str = "") -> list[SeedResult]:
     env = child_env(build, root)
     expected = expected_lines(n)
     results = []
     for seed in seeds:
         r = check_seed(seed, n, guarantee, work / f"seed-{seed}", env, expected)
         results.append(r)
+        if log:  # a line per seed as it ends: `summarize` makes the table of a run cut short
+            with open(log, "a") as f:
+                f.write(json.dumps({"seed": seed, "build": build, "guarantee": guarantee, "n": n,
+                                    "kills": dict(r.kills), "missing": r.missing, "duplicated": r.duplicated,
+                                    "differences": r.differences, "error": r.error[:300]}) + "\n")
         bad = r.error or r.missing or (guarantee == "exactly_once" and r.differences)
         if verbose or bad:
             print(f"seed {seed}: runs {r.runs} missing {r.missing} duplicated {r.duplicated} {r.error} "
@@ -422,7 +428,9 @@ def table(results: list[SeedResult], build: str, guarantee: str, n: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", nargs="?", default="check", choices=("check", "child", "reference"))
+    parser.add_argument("mode", nargs="?", default="check", choices=("check", "child", "reference", "summarize"))
+    parser.add_argument("logs", nargs="*", help="summarize: the --log files to make one table of")
+    parser.add_argument("--log", default="", help="append a JSON line per seed to this file")
     parser.add_argument("--seeds", type=int, default=1000, help="how many seeds (check)")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--n", type=int, default=N, help="events per run")
@@ -444,10 +452,22 @@ def main() -> None:
 
         ExecutionService(cooperative_threads=2).run(pipeline(args.n, args.out).to_dag(), 600)
         return
+    if args.mode == "summarize":
+        results, builds, guarantees, sizes = [], set(), set(), set()
+        for path in args.logs:
+            for line in Path(path).read_text().splitlines():
+                d = json.loads(line)
+                results.append(SeedResult(d["seed"], Counter(d["kills"]), [], d["missing"], d["duplicated"],
+                                          d["differences"], d["error"]))
+                builds.add(d["build"])
+                guarantees.add(d["guarantee"])
+                sizes.add(d["n"])
+        print(table(results, "/".join(sorted(builds)), "/".join(sorted(guarantees)), max(sizes, default=0)))
+        return
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="killcheck-"))
     started = time.monotonic()
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    results = run(seeds, args.n, args.build, args.guarantee, work, args.verbose, Path(args.root))
+    results = run(seeds, args.n, args.build, args.guarantee, work, args.verbose, Path(args.root), args.log)
     print(table(results, args.build, args.guarantee, args.n))
     print(f"({time.monotonic() - started:.0f} s)")
     sys.exit(1 if any(r.error or r.missing or (args.guarantee == "exactly_once" and r.differences)
