@@ -90,6 +90,34 @@ class SplitReader:
                     yield self.decoder.decode(batch)
 
 
+class BatchReader:
+    """SparkRunner's task side of a DataFrame source: the DataFrame's own Arrow batches in a
+    ``mapInArrow`` task -> lists of items."""
+
+    def __init__(self, decoder: ArrowDecoder):
+        self.decoder = decoder
+
+    def read_partition(self, partition: int, batches: Iterator[pa.RecordBatch]) -> Iterator[list]:
+        decode = self.decoder.decode
+        for batch in batches:
+            if batch.num_rows:
+                yield decode(batch)
+
+
+class SplitGroupReader:
+    """SparkRunner's task side of a parquet source: Spark partition ``p`` reads the row groups of
+    ``groups[p]`` with pyarrow (its input is one placeholder row)."""
+
+    def __init__(self, reader: SplitReader, groups: list[list]):
+        self.reader = reader
+        self.groups = groups
+
+    def read_partition(self, partition: int, batches: Iterator[pa.RecordBatch]) -> Iterator[list]:
+        for _ in batches:  # the placeholder row
+            pass
+        return self.reader.read(self.groups[partition])
+
+
 def _identity(iterator: Any) -> Any:
     return iterator
 
@@ -150,9 +178,16 @@ class DataFrameSource:
     def reader(self) -> IpcReader:
         return IpcReader(self.decoder)
 
-    def spark_input(self, sc: Any, default_partitions: int) -> Any:
-        """SparkRunner: the RDD whose records `reader` turns into items (one blob per batch)."""
-        return self.ipc_rdd()
+    def spark_partitions(self, default_partitions: int) -> int:
+        """SparkRunner: the DataFrame's own partitions."""
+        return self.num_partitions
+
+    def spark_frame(self, spark: Any, partitions: int) -> Any:
+        """SparkRunner: the DataFrame whose batches `partition_reader` turns into items, in the tasks."""
+        return self.df
+
+    def partition_reader(self, partitions: int) -> BatchReader:
+        return BatchReader(self.decoder)
 
     def part_count(self) -> int:
         return self.num_partitions
@@ -311,12 +346,18 @@ class ParquetSource:
         """Lists of items of the row groups ``parts``, in order."""
         return self.reader.read([self.splits[p] for p in parts])
 
-    def spark_input(self, sc: Any, default_partitions: int) -> Any:
-        """SparkRunner: one record per Spark partition, the list of row groups it reads
-        (contiguous, ``min(row groups, default_partitions)`` partitions)."""
-        s = len(self.splits)
-        n = max(1, min(s, default_partitions))
-        return sc.parallelize([self.splits[p * s // n:(p + 1) * s // n] for p in range(n)], n)
+    def spark_partitions(self, default_partitions: int) -> int:
+        """SparkRunner: ``min(row groups, default_partitions)`` partitions (at least 1)."""
+        return max(1, min(len(self.splits), default_partitions))
+
+    def spark_frame(self, spark: Any, partitions: int) -> Any:
+        """SparkRunner: one placeholder row per Spark partition; the task reads its row groups."""
+        return spark.range(0, partitions, 1, partitions)
+
+    def partition_reader(self, partitions: int) -> SplitGroupReader:
+        """Partition ``p`` of ``partitions`` reads a contiguous group of row groups."""
+        s, n = len(self.splits), partitions
+        return SplitGroupReader(self.reader, [self.splits[p * s // n:(p + 1) * s // n] for p in range(n)])
 
     def __call__(self) -> ArrowSourceP:
         return ArrowSourceP(self)

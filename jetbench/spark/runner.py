@@ -5,25 +5,33 @@ How a job becomes Spark work:
 1. **Cuts.** Partitioned, all-to-one and broadcast edges are *cut*: they cross Spark partitions;
    **stages** are the groups of vertices joined by uncut edges. The cut is pure graph work,
    in `jetbench.spark.stage_cut`; this module, the driver, adds the two numbers only Spark
-   knows (default parallelism, a DataFrame's partitions) and wires the stages into RDDs.
-2. **Tasks.** Each stage runs as ``mapPartitionsWithIndex`` over its input: in every Spark
+   knows (default parallelism, a DataFrame's partitions) and wires the stages into DataFrames.
+2. **Tasks.** Each stage runs as ``mapInArrow`` over its input DataFrame: in every Spark
    partition a copy of the stage's sub-DAG runs to completion on a local `ExecutionService`
    (cooperative, one thread by default). Processor contexts carry global indices (partition
    ``p`` of ``P`` holds instances ``p * lp .. p * lp + lp - 1`` of ``P * lp``), so sources
-   split their data over the whole cluster as they would over a Jet cluster. The stage's input
-   comes in through a feeder vertex; what crosses a cut is captured by a capture vertex. That
-   code runs in the Spark workers: `jetbench.spark.stage_task`.
-3. **Shuffles.** A cut edge into a stage becomes ``partitionBy``: the producer tags each item
-   with its target partition, computed from the edge's key function with `stable_hash`
-   (all-to-one: partition 0 of a one-partition stage; broadcast: every partition, so, as on
-   a Jet cluster, every instance of every partition; unicast: round-robin). A stage with a
-   single unicast input is fed without a shuffle, e.g. straight from a DataFrame's Spark
-   partitions (Arrow IPC batches) or a parquet source's row groups (read with pyarrow in
-   the task). Two-stage aggregation falls out of the DAG: stage 1 accumulates per partition
-   before the shuffle, stage 2 combines after it.
-4. **Results.** Collecting sinks return their ``result_part()`` from every task; the driver
-   merges them with the sink's ``merge_results`` exactly as the local executor does, in
-   partition order. `jetbench.spark.dataframe_sinks` build their DataFrame inside Spark instead.
+   split their data over the whole cluster as they would over a Jet cluster; the partition
+   number travels as a column (`with_partition`), because a task inside a union sees the
+   union's. The stage's input comes in through a feeder vertex; what crosses a cut is captured
+   by a capture vertex. That code runs in the Spark workers: `jetbench.spark.stage_task`.
+3. **Arrow between stages, Spark's shuffles.** A stage's output is a DataFrame of Arrow
+   record batches, rows ``(part, input, channel, data)`` with ``data`` a pickled list of items
+   (`stage_task.Outlet`). A cut edge into a stage becomes ``repartition(n, "part")``: the
+   producer computes the target partition from the edge's key function with `stable_hash` in
+   Python and writes the value of ``part`` that Spark's own hash partitioning sends there
+   (`jetbench.spark._hash.spark_partition_keys`), so the JVM's shuffle moves the bytes
+   (all-to-one: partition 0 of a one-partition stage; broadcast: a copy per partition;
+   unicast: round-robin). A stage with a single unicast input is fed without a shuffle: its
+   producer's rows of that edge, a DataFrame source's own Arrow batches, or a parquet source's
+   row groups (read with pyarrow in the task). Two-stage aggregation falls out of the DAG:
+   stage 1 accumulates per partition before the shuffle, stage 2 combines after it.
+4. **Results.** Collecting sinks return their ``result_part()`` from every task as rows of
+   their own; the driver collects them with ``toArrow()`` and merges them with the sink's
+   ``merge_results`` exactly as the local executor does, in partition order.
+   `jetbench.spark.dataframe_sinks` build their DataFrame inside Spark instead.
+
+`SparkRunner.explain` says where each stage runs and why, how each cut edge moves, and Spark's
+physical plan.
 
 Event time in batch mode: watermarks do not cross Spark shuffles, so windows are emitted when
 their stage's input completes; every window is computed over all its events and no event is
@@ -48,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import pickle
 import re
 import threading
 import uuid
@@ -62,16 +71,18 @@ from ..core.errors import JetbenchError, JobError, JobTimeout
 from ..core.execution import ExecutionService
 from ..core.plan import merge_parts
 from ..runner_errors import RunnerError, RunnerOptionError
+from ._hash import spark_partition_keys
 from .dataframe_sinks import rdd_to_dataframe
-from .stage_cut import SparkPlan, assign_partitions, cut, job_to_dag
+from .stage_cut import SparkPlan, assign_partitions, cut, job_to_dag, source_partitions
 from .stage_task import (
+    EMPTY,
+    OUTPUT_SCHEMA,
+    PARTITION_COLUMN,
     RESULT,
-    ReadArrow,
-    Select,
+    SourceFunction,
     StageFunction,
     Tagger,
-    no_records,
-    target_partition,
+    items_of,
 )
 
 __all__ = ["DEFAULT_EXECUTION", "SparkConfig", "SparkRunner"]
@@ -181,47 +192,58 @@ class SparkRunner:
 
     def plan(self, job: Any, fuse: bool | None = None) -> SparkPlan:
         """Cut the job into stages (nothing runs); `SparkPlan.explain` lists them."""
-        return self._plan(job, fuse)[0]
+        return self._plan(job, fuse)
 
-    def _plan(self, job: Any, fuse: bool | None) -> tuple[SparkPlan, dict[str, Any]]:
-        """The plan and, for each DataFrame/parquet source vertex, the RDD its reader reads."""
+    def _plan(self, job: Any, fuse: bool | None) -> SparkPlan:
         plan = cut(job_to_dag(job, fuse), self.config.execution["cooperative_threads"])
-        sc = self.session.sparkContext
-        default_partitions = self.partitions or sc.defaultParallelism
-        arrow_inputs = {name: source.spark_input(sc, default_partitions) for name, source in plan.arrow_sources.items()}
-        assign_partitions(plan, default_partitions, {name: rdd.getNumPartitions() for name, rdd in arrow_inputs.items()})
-        return plan, arrow_inputs
+        default_partitions = self.partitions or self.session.sparkContext.defaultParallelism
+        return assign_partitions(plan, default_partitions, source_partitions(plan, default_partitions))
 
-    def explain(self, job: Any, fuse: bool | None = None) -> str:
-        return self.plan(job, fuse).explain()
+    def explain(self, job: Any, fuse: bool | None = None, physical: bool = True) -> str:
+        """Which stages run in Python (and why), which in Spark, how Spark moves the data
+        between them, and (``physical``) Spark's physical plan of the job's DataFrames. Nothing runs."""
+        plan = self.plan(job, fuse)
+        text = plan.explain()
+        if not physical:
+            return text
+        _, sink_inputs, collected, persisted = self.frames(plan)
+        try:
+            if collected is not None:
+                text += "\n== Spark physical plan (results) ==\n" + _physical_plan(collected)
+            for name in sink_inputs:
+                text += f"\n== Spark sink {name} ==\nits input rows come from the stages above, as an RDD of items"
+        finally:
+            for frame in persisted:
+                frame.unpersist()
+        return text
 
     # -- running -----------------------------------------------------------------------------------
 
-    def run(self, job: Any, timeout: float | None = None, fuse: bool | None = None) -> Any:
-        """Run ``job`` on Spark; return its collecting sink's value as the local executor would.
-
-        Raises `RunnerError` (before anything runs) for shapes Spark cannot run, `JobError` if a
-        processor fails in a task, `JobTimeout` after ``timeout`` seconds (the Spark jobs are cancelled).
-        """
+    def frames(self, plan: SparkPlan) -> tuple[dict[int, Any], dict[str, Any], Any, list[Any]]:
+        """The job as DataFrames, nothing run yet: each stage's output (`OUTPUT_SCHEMA` rows),
+        each Spark sink's input items (an RDD), the rows of the collecting sinks' parts (None if
+        no stage collects), and the stage outputs persisted because more than one consumer reads
+        them (unpersist them when done)."""
         from pyspark import cloudpickle
+        from pyspark.sql import functions as F
         from pyspark.storagelevel import StorageLevel
 
-        plan, arrow_inputs = self._plan(job, fuse)
-        execution = self.execution
         spark = self.session
-        sc = spark.sparkContext
-        rdds: dict[int, Any] = {}
+        execution = self.execution
+        frames: dict[int, Any] = {}
         uses: Counter[int] = Counter()
-        channel = {id(e): i for i, e in enumerate(plan.dag.edges)}
 
-        def producer_rdd(e: Edge, tagger: Tagger | None) -> Any:
-            """Items (tagged if ``tagger``) of cut edge ``e`` as an RDD."""
+        def producer_frame(e: Edge, tagger: Tagger | None) -> Any:
+            """Rows of cut edge ``e`` (tagged for the consumer's shuffle if ``tagger``)."""
             source = plan.arrow_sources.get(e.source.name)
             if source is not None:
-                return arrow_inputs[e.source.name].mapPartitions(ReadArrow(source.reader, tagger))
+                partitions = source.spark_partitions(self._default_partitions())
+                frame = source.spark_frame(spark, partitions)
+                read = SourceFunction(source.partition_reader(partitions), plan.channel(e), tagger, partitions)
+                return with_partition(frame).mapInArrow(read, OUTPUT_SCHEMA)
             producer = plan.stage_of[e.source.name]
             uses[producer.index] += 1
-            return rdds[producer.index].mapPartitions(Select(channel[id(e)]))
+            return frames[producer.index].where(F.col("channel") == plan.channel(e))
 
         for st in plan.stages:
             stage_plan = plan.task_plan(st, execution)
@@ -230,37 +252,62 @@ class SparkRunner:
             except Exception as exc:  # the per-vertex checks passed: name the stage
                 raise RunnerError(f"stage {st.index} ({', '.join(st.names)}) cannot be pickled: {exc}") from exc
             if st.mode == "none":
-                base = sc.parallelize(range(st.partitions), st.partitions)
+                base = spark.range(0, st.partitions, 1, st.partitions)
             elif st.mode == "arrow":
-                base = arrow_inputs[st.inputs[0].source.name]
+                base = plan.arrow_sources[st.inputs[0].source.name].spark_frame(spark, st.partitions)
             elif st.mode == "items":
-                base = producer_rdd(st.inputs[0], None)
+                base = producer_frame(st.inputs[0], None)
             else:
-                parts = [producer_rdd(e, plan.tagger(e) if e.source.name in plan.arrow_sources else None)
+                parts = [producer_frame(e, plan.tagger(e) if e.source.name in plan.arrow_sources else None)
                          for e in st.inputs]
-                union = parts[0] if len(parts) == 1 else sc.union(parts)
-                base = union.partitionBy(st.partitions, target_partition)
-            rdds[st.index] = base.mapPartitionsWithIndex(StageFunction(plan_bytes))
+                # one row without items for every partition: Spark runs a task only where rows are
+                union = empty_rows(spark, st.partitions)
+                for part in parts:
+                    union = union.unionAll(part)
+                base = union.repartition(st.partitions, "part")  # the JVM moves the rows
+            frames[st.index] = with_partition(base).mapInArrow(StageFunction(plan_bytes), OUTPUT_SCHEMA)
 
-        sink_inputs: dict[str, list[Any]] = {}
+        sink_inputs: dict[str, Any] = {}
         for name, sink in plan.spark_sinks.items():
-            sink_inputs[name] = [producer_rdd(e, None) for e in plan.dag.inbound_edges(plan.dag.vertex(name))]
+            edges = plan.dag.inbound_edges(plan.dag.vertex(name))
+            rows = [producer_frame(e, None) for e in edges]
             if sink.schema is None:  # schema inference reads the first rows in a job of its own
-                for e in plan.dag.inbound_edges(plan.dag.vertex(name)):
+                for e in edges:
                     if e.source.name in plan.stage_of:
                         uses[plan.stage_of[e.source.name].index] += 1
+            union = rows[0]
+            for other in rows[1:]:
+                union = union.unionAll(other)
+            sink_inputs[name] = union.select("data").rdd.mapPartitions(items_of)
         finals = []
         for st in plan.stages:
-            if st.collecting:
-                finals.append(rdds[st.index].mapPartitions(Select(RESULT)))
-            elif not st.outputs:
-                finals.append(rdds[st.index].mapPartitions(no_records))
-            else:
-                continue
-            uses[st.index] += 1
-        persisted = [rdds[i] for i, n in uses.items() if n > 1]
-        for rdd in persisted:
-            rdd.persist(StorageLevel.MEMORY_AND_DISK)
+            if st.collecting or not st.outputs:  # a stage without output runs for its side effects
+                finals.append(frames[st.index].where(F.col("channel") == RESULT).select("data"))
+                uses[st.index] += 1
+        persisted = []
+        for i, n in uses.items():
+            if n > 1:
+                persisted.append(frames[i].persist(StorageLevel.MEMORY_AND_DISK))
+        collected = None
+        if finals:
+            collected = finals[0]
+            for other in finals[1:]:
+                collected = collected.unionAll(other)
+        return frames, sink_inputs, collected, persisted
+
+    def _default_partitions(self) -> int:
+        return self.partitions or self.session.sparkContext.defaultParallelism
+
+    def run(self, job: Any, timeout: float | None = None, fuse: bool | None = None) -> Any:
+        """Run ``job`` on Spark; return its collecting sink's value as the local executor would.
+
+        Raises `RunnerError` (before anything runs) for shapes Spark cannot run, `JobError` if a
+        processor fails in a task, `JobTimeout` after ``timeout`` seconds (the Spark jobs are cancelled).
+        """
+        plan = self._plan(job, fuse)
+        spark = self.session
+        sc = spark.sparkContext
+        _, sink_inputs, collected, persisted = self.frames(plan)
 
         tag = f"jetbench-{uuid.uuid4().hex}"
         timed_out = threading.Event()
@@ -278,14 +325,13 @@ class SparkRunner:
                 timer.start()
             results: dict[str, Any] = {}
             for name, sink in plan.spark_sinks.items():
-                items = sink_inputs[name][0] if len(sink_inputs[name]) == 1 else sc.union(sink_inputs[name])
-                df = rdd_to_dataframe(spark, items, sink.schema)
+                df = rdd_to_dataframe(spark, sink_inputs[name], sink.schema)
                 if sink.kind == "dataframe":
                     df = df.localCheckpoint(eager=True)
                 results[name] = sink.finish(df)
             records = []
-            if finals:
-                records = (finals[0] if len(finals) == 1 else sc.union(finals)).collect()
+            if collected is not None:
+                records = [pickle.loads(blob) for blob in collected.toArrow().column(0).to_pylist()]
         except BaseException as exc:
             # whatever ended the wait (a failure, the timeout, KeyboardInterrupt), no Spark job of
             # this run goes on (PySpark cancels on SIGINT only if its context began in the main thread)
@@ -302,9 +348,33 @@ class SparkRunner:
                 if timer.is_alive():
                     timer.join()  # no thread of ours outlives the wait
             sc.removeJobTag(tag)
-            for rdd in persisted:
-                rdd.unpersist()
+            for frame in persisted:
+                frame.unpersist()
         return _result(plan.dag, records, results)
+
+
+def _physical_plan(frame: Any) -> str:
+    """What ``frame.explain()`` prints, as a string."""
+    jvm = frame.sparkSession.sparkContext._jvm
+    return str(jvm.PythonSQLUtils.explainString(frame._jdf.queryExecution(), "simple")).rstrip()
+
+
+def empty_rows(spark: Any, partitions: int) -> Any:
+    """One row without items for each of ``partitions`` (`OUTPUT_SCHEMA`), made in the JVM."""
+    from pyspark.sql import functions as F
+
+    keys = F.array(*[F.lit(k) for k in spark_partition_keys(partitions)])
+    return spark.range(0, partitions, 1, 1).select(
+        F.element_at(keys, F.col("id").cast("int") + 1).cast("int").alias("part"), F.lit(0).alias("input"),
+        F.lit(-2).alias("channel"), F.lit(bytearray(EMPTY)).alias("data"))
+
+
+def with_partition(frame: Any) -> Any:
+    """``frame`` with the number of the Spark partition of each row as its last column
+    (`stage_task.partition_of` reads it in the task)."""
+    from pyspark.sql import functions as F
+
+    return frame.withColumn(PARTITION_COLUMN, F.spark_partition_id())
 
 
 def _result(dag: DAG, records: list[tuple[str, Any]], results: dict[str, Any]) -> Any:

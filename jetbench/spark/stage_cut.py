@@ -50,6 +50,7 @@ __all__ = [
     "is_stage1_accumulator",
     "is_unbounded",
     "job_to_dag",
+    "source_partitions",
 ]
 
 #: Routings whose edges cross Spark partitions (a shuffle, or all to partition 0).
@@ -133,16 +134,39 @@ class SparkPlan:
     cut: set[int]  # ids of cut edges
 
     def explain(self) -> str:
+        """Each stage: where it runs (today every stage runs in Python: a copy of its sub-DAG on
+        a local executor in each Spark task, over Arrow batches with ``mapInArrow``), its
+        partitions, input mode and vertices; each cut edge: how Spark moves its rows."""
         lines = []
         for st in self.stages:
-            lines.append(f"stage {st.index}: {st.partitions} partition(s), input {st.mode}: {', '.join(st.names)}")
+            lines.append(f"stage {st.index} [Python, mapInArrow]: {st.partitions} partition(s), "
+                         f"input {st.mode}: {', '.join(st.names)}")
             for e in st.inputs:
-                lines.append(f"  <- {e.source.name} ({e.routing.value})")
+                lines.append(f"  <- {e.source.name} ({e.routing.value}): {self.movement(e)}")
             for e in st.outputs:
                 lines.append(f"  -> {e.target.name} ({e.routing.value})")
         for name in self.spark_sinks:
-            lines.append(f"spark sink: {name}")
+            lines.append(f"spark sink: {name} (a DataFrame built in Spark from its input rows)")
+        if self.stages:
+            lines.append("Python, because no stage has a Spark-native form yet: user functions run in Python, and "
+                         "built-in aggregations do too until they are lowered to Spark's groupBy (issue 31)")
         return "\n".join(lines)
+
+    def movement(self, e: Edge) -> str:
+        """How Spark moves the rows of cut edge ``e`` into its consumer stage."""
+        consumer = self.stage_of[e.target.name]
+        source = "read by Spark" if e.source.name in self.arrow_sources else "rows of pickled items"
+        if consumer.mode in ("items", "arrow"):
+            return f"{source}, no shuffle (the producer's partitions)"
+        if e.routing is Routing.BROADCAST:
+            how = f"a copy for each of {consumer.partitions} partitions"
+        elif e.routing is Routing.PARTITIONED:
+            how = "target partition from the edge's key, hashed in Python"
+        elif e.routing is Routing.ALL_TO_ONE or consumer.partitions == 1:
+            how = "all to partition 0"
+        else:
+            how = "round-robin"
+        return f"{source}, Spark shuffle repartition({consumer.partitions}, part): {how}"
 
     def tagger(self, e: Edge) -> Tagger | None:
         """How the producer marks items of cut edge ``e``: None for a consumer fed without a shuffle."""
@@ -150,6 +174,10 @@ class SparkPlan:
         if consumer is None or consumer.mode in ("items", "arrow"):
             return None
         return Tagger(consumer.inputs.index(e), e.routing, e.key_fn, consumer.partitions)
+
+    def channel(self, e: Edge) -> int:
+        """The channel of cut edge ``e`` in its producer's output rows: the edge's index in the DAG."""
+        return self.dag.edges.index(e)
 
     def task_plan(self, st: StageInfo, execution: dict[str, Any]) -> StagePlan:
         """What the tasks of stage ``st`` need, with ``execution`` for their `ExecutionService`."""
@@ -166,12 +194,12 @@ class SparkPlan:
             for i, e in enumerate(st.inputs)
         ]
         outputs = [
-            OutputSpec(self.dag.edges.index(e), e.source.name, e.source_ordinal, e.edge_queue_size, self.tagger(e))
+            OutputSpec(self.channel(e), e.source.name, e.source_ordinal, e.edge_queue_size, self.tagger(e))
             for e in st.outputs
         ]
         reader = None
         if st.mode == "arrow":
-            reader = self.arrow_sources[st.inputs[0].source.name].reader
+            reader = self.arrow_sources[st.inputs[0].source.name].partition_reader(st.partitions)
         return StagePlan(st.index, st.partitions, st.mode, [(v.name, v.supplier, v.local_parallelism) for v in st.vertices],
                          edges, inputs, outputs, st.collecting, execution, reader)
 
@@ -290,6 +318,12 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
         else:
             st.mode = "keyed" if len(ins) == 1 else "multi"
     return SparkPlan(dag, stages, stage_of, df_sources, spark_sinks, collecting, cut_edges)
+
+
+def source_partitions(plan: SparkPlan, default_partitions: int) -> dict[str, int]:
+    """The Spark partitions of each DataFrame/parquet source vertex of ``plan`` (a DataFrame's
+    own; a parquet source's ``min(row groups, default_partitions)``)."""
+    return {name: source.spark_partitions(default_partitions) for name, source in plan.arrow_sources.items()}
 
 
 def assign_partitions(plan: SparkPlan, default_partitions: int, source_partitions: Mapping[str, int]) -> SparkPlan:

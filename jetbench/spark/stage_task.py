@@ -1,57 +1,83 @@
 """What runs inside the Spark Python workers for `jetbench.spark.SparkRunner`.
 
 Everything here travels pickled to the workers (with ``pyspark.cloudpickle``) and imports
-neither pyspark nor the driver side: a `StagePlan` says what one stage's task runs, `run_stage`
-runs one copy of the stage's sub-DAG over one Spark partition on a local `ExecutionService`, and
-the small callables below (`StageFunction`, `Select`, `ReadArrow`, `target_partition`) are the
-functions the driver hands to ``mapPartitions``/``partitionBy``. How a job is cut into stages is
-`jetbench.spark.stage_cut`; the driver that wires the stages into RDDs is
+neither pyspark (but for the task's partition id, inside a task) nor the driver side: a
+`StagePlan` says what one stage's task runs, `run_stage` runs one copy of the stage's sub-DAG
+over one Spark partition on a local `ExecutionService`, and `StageFunction`/`SourceFunction`
+are the ``mapInArrow`` functions the driver hands to Spark.
+
+Stages exchange Arrow record batches: every stage's output is a DataFrame of `OUTPUT_SCHEMA`
+rows ``(part, input, channel, data)``: ``data`` a pickled list of up to `CHUNK` items of one cut
+edge (``channel``), ``part`` the value of the partition column that makes Spark's own hash
+partitioning (``repartition(n, "part")``, a JVM shuffle) deliver the row to the partition the
+edge's key chose in Python (`Tagger`, `Outlet`). How a job is cut into stages is
+`jetbench.spark.stage_cut`; the driver that wires the stages into DataFrames is
 `jetbench.spark.runner`.
 """
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
-from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar
 from zlib import crc32
+
+import pyarrow as pa
 
 from ..core.dag import DAG, Edge, Routing, Vertex
 from ..core.execution import ExecutionService
 from ..core.processor import Processor, ProcessorContext
 from ..processors.emitter import EmittingProcessor
 from ..processors.snapshotting import restored_position, save_position
-from ._hash import stable_hash
+from ._hash import spark_partition_keys, stable_hash
 
 if TYPE_CHECKING:
     from ..core.inbox import Inbox
 
 __all__ = [
-    "FEED_CHUNK",
+    "CHUNK",
+    "EMPTY",
+    "OUTPUT_SCHEMA",
+    "PARTITION_COLUMN",
     "RESULT",
     "InputSpec",
     "OutputSpec",
-    "ReadArrow",
-    "Select",
+    "Outlet",
+    "SourceFunction",
     "StageFunction",
     "StagePlan",
     "Tagger",
-    "no_records",
+    "chunks",
+    "items_of",
+    "partition_of",
     "run_stage",
-    "target_partition",
+    "to_batches",
 ]
 
 #: Channel of the records that carry collecting sinks' result parts back to the driver.
 RESULT = -1
-#: Records a streaming feeder reads from Spark per call.
-FEED_CHUNK = 4096
+#: Items per row (one pickled list) of a stage's output.
+CHUNK = 4096
+#: The columns of every stage's output DataFrame (see `Outlet`), and their Spark schema.
+OUTPUT_COLUMNS = ("part", "input", "channel", "data")
+OUTPUT_SCHEMA = "part int, input int, channel int, data binary"
+INPUT, DATA = 1, 3
+#: A row's ``data`` holding no items (the driver adds one such row per partition of a shuffle, since
+#: Spark runs a ``mapInArrow`` task only where there are rows, and a stage runs in every partition).
+EMPTY = pickle.dumps([], pickle.HIGHEST_PROTOCOL)
+#: The column the driver appends to every stage's input: the Spark partition it comes from.
+PARTITION_COLUMN = "_jetbench_partition"
+#: An output row: the partition column's value, the consumer's input id, the channel, a pickled list.
+Row = tuple[int, int, int, bytes]
 
 
 class Tagger:
-    """Tags items crossing a cut with their target partition: ``(target, (input_id, item))``."""
+    """Where the items of a cut edge go: `route` splits a list of items by target partition
+    (``routing`` of the edge, ``partitions`` of the consuming stage), and ``input_id`` says which
+    input of the consuming stage they are."""
 
     __slots__ = ("input_id", "routing", "key_fn", "partitions")
 
@@ -68,57 +94,97 @@ class Tagger:
         self.input_id, routing, self.key_fn, self.partitions = state
         self.routing = Routing(routing)
 
-    def tag(self, items: list[Any], start: int = 0) -> list[tuple[int, tuple[int, Any]]]:
-        iid, n, routing = self.input_id, self.partitions, self.routing
+    def route(self, items: list[Any], start: int = 0) -> dict[int, list[Any]]:
+        """``items`` by target partition (``start``: items routed before, for round-robin)."""
+        n, routing = self.partitions, self.routing
         if n == 1 or routing is Routing.ALL_TO_ONE:
-            return [(0, (iid, x)) for x in items]
+            return {0: items}
+        if routing is Routing.BROADCAST:
+            return dict.fromkeys(range(n), items)
+        out: list[list[Any]] = [[] for _ in range(n)]
         if routing is Routing.PARTITIONED:
             key_fn = self.key_fn
             assert key_fn is not None  # a partitioned edge has a key function
-            out: list[tuple[int, tuple[int, Any]]] = []
-            append = out.append
+            appends = [o.append for o in out]
             for x in items:
                 k = key_fn(x)
                 h = crc32(k.encode("utf-8", "surrogatepass")) if type(k) is str else stable_hash(k)
-                append((h % n, (iid, x)))
-            return out
-        if routing is Routing.BROADCAST:
-            return [(t, (iid, x)) for x in items for t in range(n)]
-        return [((start + i) % n, (iid, x)) for i, x in enumerate(items)]  # unicast: round-robin
+                appends[h % n](x)
+        else:  # unicast: round-robin
+            for i, x in enumerate(items):
+                out[(start + i) % n].append(x)
+        return {t: xs for t, xs in enumerate(out) if xs}
+
+
+def dumps(obj: Any) -> bytes:
+    """``obj`` pickled: with `pickle` (fast), or with ``pyspark.cloudpickle`` if it cannot (items
+    of classes the workers cannot import, such as those defined in a notebook or pickled by value)."""
+    try:
+        return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        from pyspark import cloudpickle  # in the worker
+
+        return cloudpickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+
+
+class Outlet:
+    """What one task sends down one cut edge (``channel``), as rows of the stage's output
+    DataFrame (`OUTPUT_SCHEMA`): ``(part, input, channel, data)``, ``data`` a pickled list of at
+    most `CHUNK` items, ``part`` the value that Spark's hash partitioning sends to the target
+    partition (`spark_partition_keys`), so ``repartition(n, "part")`` delivers each row where the
+    Python side decided."""
+
+    def __init__(self, channel: int, tagger: Tagger | None):
+        self.channel = channel
+        self.tagger = tagger
+        self.by_target: dict[int, list[Any]] = {}
+        self.count = 0
+
+    def add(self, items: list[Any]) -> None:
+        by_target = self.by_target
+        if self.tagger is None:
+            by_target.setdefault(0, []).extend(items)
+            return
+        for target, chunk in self.tagger.route(items, self.count).items():
+            by_target.setdefault(target, []).extend(chunk)
+        self.count += len(items)
+
+    def rows(self) -> Iterator[Row]:
+        tagger = self.tagger
+        keys = spark_partition_keys(tagger.partitions) if tagger is not None else [0]
+        input_id = tagger.input_id if tagger is not None else 0
+        channel = self.channel
+        if tagger is None and not self.by_target:
+            # a consumer fed without a shuffle runs only on partitions with a row: give it one
+            yield 0, input_id, channel, EMPTY
+        for target, items in self.by_target.items():
+            for i in range(0, len(items), CHUNK):
+                yield keys[target], input_id, channel, dumps(items[i:i + CHUNK])
+        self.by_target.clear()
 
 
 class CaptureP(Processor):
-    """Sink of a cut edge inside a task: keeps the items (tagged for the shuffle, if any).
+    """Sink of a cut edge inside a task: hands the items to the task's `Outlet` for the edge.
 
-    It appends to a list the task owns, outside any snapshot: a job asking for a processing
-    guarantee refuses it (Spark retries the whole task instead)."""
+    The outlet is the task's, outside any snapshot: a job asking for a processing guarantee
+    refuses it (Spark retries the whole task instead)."""
 
     snapshot_support: ClassVar[str] = "unsupported"
 
-    def __init__(self, out: list[Any], tagger: Tagger | None):
-        self.out = out
-        self.tagger = tagger
-        self.count = 0
+    def __init__(self, outlet: Outlet):
+        self.outlet = outlet
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        items = inbox.take()
-        if self.tagger is None:
-            self.out += items
-        else:
-            self.out += self.tagger.tag(items, self.count)
-            self.count += len(items)
+        self.outlet.add(inbox.take())
 
     def try_process_watermark(self, watermark: Any) -> bool:
         return True  # event time does not cross Spark shuffles (batch mode)
 
 
-_END = object()
-
-
 class StreamFeederP(EmittingProcessor):
-    """The stage's single input, read from the Spark partition's iterator on its own thread
-    (non-cooperative: reading blocks on Spark). ``mode``: ``items``, ``keyed`` (strip the
-    shuffle tags) or ``arrow`` (records -> lists of items by the source's ``reader``).
+    """The stage's single input, lists of items read from the Spark partition on its own thread
+    (non-cooperative: reading blocks on Spark): unpickled chunks of a producer stage, or a
+    source's Arrow batches decoded by its reader.
 
     The partition's iterator is read once and cannot go back: a job asking for a processing
     guarantee refuses it (Spark retries the whole task instead)."""
@@ -126,28 +192,15 @@ class StreamFeederP(EmittingProcessor):
     is_cooperative = False
     snapshot_support: ClassVar[str] = "unsupported"
 
-    def __init__(self, records: Iterator[Any], mode: str, reader: Any):
-        self.records = records
-        self.mode = mode
-        self.reader = reader
-        self._lists: Iterator[list[Any]] = iter(())
+    def __init__(self, lists: Iterator[list[Any]]):
+        self.lists = lists
 
     def complete(self) -> bool:
         if not self._emitter.flush():
             return False
-        if self.mode == "arrow":
-            items = next(self._lists, None)
-            while items is None:
-                record = next(self.records, _END)
-                if record is _END:
-                    return True
-                self._lists = self.reader.read(record)
-                items = next(self._lists, None)
-        else:
-            chunk = list(islice(self.records, FEED_CHUNK))
-            if not chunk:
-                return True
-            items = [r[1][1] for r in chunk] if self.mode == "keyed" else chunk
+        items = next(self.lists, None)
+        if items is None:
+            return True
         if items:
             self._emitter.emit(items)
         return False
@@ -287,10 +340,39 @@ def _unique(dag_names: set[str], base: str) -> str:
     return name
 
 
-def run_stage(plan: StagePlan, partition: int, records: Iterator[Any]) -> Iterator[tuple[int, Any]]:
-    """Run one copy of the stage's sub-DAG over this partition's input; yield
-    ``(channel, record)`` for every cut edge leaving the stage and ``(RESULT, (vertex, part))``
-    for every collecting instance."""
+def chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[list[Any]]:
+    """The lists of items in rows of a stage's output (their ``data`` column), in order."""
+    loads = pickle.loads
+    for batch in batches:
+        for blob in batch.column(DATA).to_pylist():
+            yield loads(blob)
+
+
+def feeds(plan: StagePlan, partition: int, batches: Iterator[pa.RecordBatch]) -> dict[int, Iterator[list[Any]] | list[Any]]:
+    """What the stage's feeder vertices emit, by input id: an iterator of lists of items for a
+    single input (read as the sub-DAG runs), a list of items per input for several (read first)."""
+    if plan.mode == "none":
+        for _ in batches:  # the partition's placeholder row
+            pass
+        return {}
+    if plan.mode == "multi":
+        lists: dict[int, list[Any]] = {spec.input_id: [] for spec in plan.inputs}
+        loads = pickle.loads
+        for batch in batches:
+            for input_id, blob in zip(batch.column(INPUT).to_pylist(), batch.column(DATA).to_pylist(), strict=True):
+                lists[input_id] += loads(blob)
+        return dict(lists)
+    (spec,) = plan.inputs
+    if plan.mode == "arrow":
+        return {spec.input_id: plan.reader.read_partition(partition, batches)}
+    return {spec.input_id: chunks(batches)}
+
+
+def run_stage(plan: StagePlan, partition: int, batches: Iterator[pa.RecordBatch]) -> Iterator[Row]:
+    """Run one copy of the stage's sub-DAG over this partition's input (Arrow batches: a
+    producer stage's rows, a source's records or one placeholder row); yield the output rows
+    (`OUTPUT_SCHEMA`) of every cut edge leaving the stage, then ``(0, 0, RESULT, pickled
+    (vertex, part))`` for every collecting instance."""
     dag = DAG()
     names = {name for name, _, _ in plan.vertices}
     vertices: dict[str, Vertex] = {}
@@ -300,92 +382,117 @@ def run_stage(plan: StagePlan, partition: int, records: Iterator[Any]) -> Iterat
         edge = Edge.from_(vertices[src], src_ord).to(vertices[dst], dst_ord)
         dag.edge(_route(edge, routing, key_fn).priority(priority).queue_size(queue_size))
 
-    feeders: list[tuple[InputSpec, Callable[[], Processor]]] = []
-    if plan.mode == "none":
-        for _ in records:  # the partition's placeholder element
-            pass
-    elif plan.mode == "multi":
-        lists: dict[int, list[Any]] = {spec.input_id: [] for spec in plan.inputs}
-        for _, (input_id, item) in records:
-            lists[input_id].append(item)
-        for spec in plan.inputs:
-            feeders.append((spec, partial(ListFeederP, lists[spec.input_id])))
-    else:
-        (spec,) = plan.inputs
-        feeders.append((spec, partial(StreamFeederP, records, plan.mode, plan.reader)))
-    for spec, factory in feeders:
+    fed = feeds(plan, partition, batches)
+    for spec in plan.inputs:
+        feed = fed[spec.input_id]
+        factory: Callable[[], Processor] = (partial(ListFeederP, feed) if isinstance(feed, list)
+                                            else partial(StreamFeederP, feed))
         feeder = dag.new_vertex(_unique(names, f"spark-input-{spec.input_id}"), _Fixed(factory), 1)
         edge = Edge.from_(feeder, 0).to(vertices[spec.vertex], spec.ordinal)
         dag.edge(_route(edge, spec.routing, spec.key_fn).priority(spec.priority).queue_size(spec.queue_size))
 
-    stores: list[tuple[int, list[Any]]] = []
+    outlets: list[Outlet] = []
     for out in plan.outputs:
-        store: list[Any] = []
-        stores.append((out.channel, store))
-        capture = dag.new_vertex(_unique(names, f"spark-output-{out.channel}"),
-                                 _Fixed(partial(CaptureP, store, out.tagger)), 1)
+        outlet = Outlet(out.channel, out.tagger)
+        outlets.append(outlet)
+        capture = dag.new_vertex(_unique(names, f"spark-output-{out.channel}"), _Fixed(partial(CaptureP, outlet)), 1)
         dag.edge(Edge.from_(vertices[out.vertex], out.ordinal).to(capture).queue_size(out.queue_size))
 
     job = ExecutionService(**plan.execution).submit(dag, name=f"spark-stage-{plan.index}-part-{partition}")
     job.join()
-    for channel, store in stores:
-        for record in store:
-            yield channel, record
-        store.clear()
+    for outlet in outlets:
+        yield from outlet.rows()
     if plan.collecting:
         collecting = set(plan.collecting)
         for t in job.tasklets:
             if t.vertex_name in collecting:
-                yield RESULT, (t.vertex_name, t.processor.result_part())
+                part = (t.vertex_name, t.processor.result_part())
+                yield 0, 0, RESULT, dumps(part)
+
+
+def to_batches(rows: Iterator[Row], max_rows: int = 64, max_bytes: int = 64 << 20) -> Iterator[pa.RecordBatch]:
+    """Output rows as Arrow record batches of `OUTPUT_SCHEMA` (bounded in rows and bytes)."""
+    batch: list[Row] = []
+    size = 0
+    for row in rows:
+        batch.append(row)
+        size += len(row[3])
+        if len(batch) >= max_rows or size >= max_bytes:
+            yield _batch(batch)
+            batch, size = [], 0
+    if batch:
+        yield _batch(batch)
+
+
+def _batch(rows: list[Row]) -> pa.RecordBatch:
+    part, input_id, channel, data = zip(*rows, strict=True)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(part, pa.int32()), pa.array(input_id, pa.int32()), pa.array(channel, pa.int32()),
+         pa.array(data, pa.binary())], names=list(OUTPUT_COLUMNS))
+
+
+def partition_of(batches: Iterator[pa.RecordBatch], partitions: int) -> tuple[int, Iterator[pa.RecordBatch]]:
+    """The Spark partition a task's input comes from, and the input without it.
+
+    The driver appends ``spark_partition_id()`` as the last column (`PARTITION_COLUMN`) of every
+    stage's input, evaluated below any union: a ``mapInArrow`` inside a union sees the union's
+    partition number in its ``TaskContext``, not its input's. A partition without rows (only
+    stages fed by a shuffle or a DataFrame can have one; placeholder inputs always have a row)
+    falls back to the task's partition number modulo ``partitions``."""
+    seen: list[pa.RecordBatch] = []
+    partition = None
+    for batch in batches:
+        seen.append(batch.drop_columns([PARTITION_COLUMN]))
+        if batch.num_rows:
+            partition = batch.column(batch.num_columns - 1)[0].as_py()
+            break
+    if partition is None:
+        from pyspark import TaskContext  # in the worker, inside a task
+
+        context = TaskContext.get()
+        partition = context.partitionId() % partitions if context is not None else 0
+    rest = (batch.drop_columns([PARTITION_COLUMN]) for batch in batches)
+    return partition, itertools.chain(seen, rest)
 
 
 class StageFunction:
-    """The ``mapPartitionsWithIndex`` function of a stage: the plan travels pickled."""
+    """The ``mapInArrow`` function of a stage: the plan travels pickled; the task's Spark
+    partition says which copy of the stage it runs."""
 
     def __init__(self, plan_bytes: bytes):
         self.plan_bytes = plan_bytes
 
-    def __call__(self, partition: int, records: Iterator[Any]) -> Iterator[tuple[int, Any]]:
-        return run_stage(pickle.loads(self.plan_bytes), partition, records)
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        plan: StagePlan = pickle.loads(self.plan_bytes)
+        partition, batches = partition_of(batches, plan.partitions)
+        return to_batches(run_stage(plan, partition, batches))
 
 
-class Select:
-    """Records of one channel, without the channel."""
+class SourceFunction:
+    """The ``mapInArrow`` function that reads a DataFrame/parquet source straight into rows of
+    one cut edge (``channel``), tagged for a shuffle by ``tagger`` (or not, for a Spark sink)."""
 
-    def __init__(self, channel: int):
-        self.channel = channel
-
-    def __call__(self, records: Iterator[tuple[int, Any]]) -> Iterator[Any]:
-        channel = self.channel
-        return (r for c, r in records if c == channel)
-
-
-def no_records(records: Iterator[Any]) -> Iterator[Any]:
-    """Drain a stage that has no output and no collecting sink (run it for its side effects)."""
-    for _ in records:
-        pass
-    return iter(())
-
-
-class ReadArrow:
-    """An Arrow source's records -> items (optionally tagged for a shuffle)."""
-
-    def __init__(self, reader: Any, tagger: Tagger | None = None):
+    def __init__(self, reader: Any, channel: int, tagger: Tagger | None, partitions: int):
         self.reader = reader
+        self.channel = channel
         self.tagger = tagger
+        self.partitions = partitions
 
-    def __call__(self, records: Iterator[Any]) -> Iterator[Any]:
-        count = 0
-        tagger = self.tagger
-        for record in records:
-            for items in self.reader.read(record):
-                if tagger is not None:
-                    n = len(items)
-                    items = tagger.tag(items, count)
-                    count += n
-                yield from items
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        outlet = Outlet(self.channel, self.tagger)
+        partition, batches = partition_of(batches, self.partitions)
+
+        def rows() -> Iterator[Row]:
+            for items in self.reader.read_partition(partition, batches):
+                outlet.add(items)
+                if sum(len(xs) for xs in outlet.by_target.values()) >= CHUNK * 16:
+                    yield from outlet.rows()
+            yield from outlet.rows()
+
+        return to_batches(rows())
 
 
-def target_partition(key: int) -> int:
-    """The ``partitionBy`` function: a tagged record's key already is its target partition."""
-    return key
+def items_of(rows: Iterator[Any]) -> Iterator[Any]:
+    """Items of rows holding a ``data`` column of pickled lists (an RDD's ``flatMap``)."""
+    for row in rows:
+        yield from pickle.loads(row[0])

@@ -314,6 +314,45 @@ def test_stages_and_shuffles(runner):
     assert "partitioned" in runner.explain(wordcount())
 
 
+def test_stages_exchange_arrow_batches_through_a_dataframe_shuffle(runner):
+    """explain() shows Spark's physical plan: the stages are MapInArrow, the cut edge is Spark's
+    own hash-partitioning Exchange on the partition column (no RDD of pickles, no partitionBy)."""
+    text = runner.explain(wordcount())
+    assert "stage 0 [Python, mapInArrow]" in text and "== Spark physical plan (results) ==" in text
+    physical = text.split("== Spark physical plan (results) ==")[1]
+    assert physical.count("MapInArrow") == 2
+    assert "Exchange hashpartitioning(part#" in physical
+    assert "PythonRDD" not in physical and "ExistingRDD" not in physical
+
+
+def test_the_partition_column_lands_where_python_chose(spark):
+    """`spark_partition_keys` predicts Spark's Murmur3 hash partitioning, checked against Spark."""
+    from pyspark.sql import functions as F
+
+    from jetbench.spark._hash import spark_int_hash, spark_partition_keys
+
+    row = spark.sql("select hash(cast(0 as int)) a, hash(cast(-7 as int)) b, hash(cast(123456 as int)) c").first()
+    assert (row.a, row.b, row.c) == (spark_int_hash(0), spark_int_hash(-7), spark_int_hash(123456))
+    for n in (1, 2, 3, 7):
+        keys = spark_partition_keys(n)
+        df = spark.createDataFrame([(k,) for k in keys], "part int").repartition(n, "part")
+        placed = {r.part: r.pid for r in df.select("part", F.spark_partition_id().alias("pid")).collect()}
+        assert [placed[k] for k in keys] == list(range(n))
+
+
+def test_every_partition_of_a_stage_runs_even_without_input(spark):
+    """Spark runs a mapInArrow task only where rows are: each shuffle gets one empty row per
+    partition, so a stage with nothing to read still runs (a global count of nothing is 0; each
+    of 4 partitions' collecting instance reports)."""
+    p = Pipeline()
+    p.read_from(sources.items([], name="nothing")).group_by(str).aggregate(aggregate.counting()) \
+        .write_to(sinks.collect())
+    assert SparkRunner(spark, partitions=4).run(p) == jetbench.run(p) == []
+    q = Pipeline()
+    q.read_from(sources.items([], name="nothing")).aggregate(aggregate.counting()).write_to(sinks.collect())
+    assert SparkRunner(spark, partitions=4).run(q) == jetbench.run(q) == [0]
+
+
 def test_partitions_option(spark):
     plan = SparkRunner(spark, partitions=5).plan(wordcount())
     assert [st.partitions for st in plan.stages] == [5, 5]

@@ -2,7 +2,7 @@
 
 These tests use no ``spark``/``runner`` fixture, so they run (and are collected) without Java;
 ``test_nothing_here_starts_a_jvm`` checks that in a fresh process. Stage tasks are run through
-`simulate`, which moves records between stages the way the driver's RDDs do, as lists.
+`simulate`, which moves rows between stages the way the driver's DataFrames do, as lists.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from jetbench.processors import (
     map_processor,
 )
 from jetbench.spark import dataframe_sinks, dataframe_sources
+from jetbench.spark._hash import spark_partition, spark_partition_keys
 from jetbench.spark.stage_cut import (
     SparkPlan,
     assign_partitions,
@@ -40,7 +41,7 @@ from jetbench.spark.stage_cut import (
     is_stage1_accumulator,
     job_to_dag,
 )
-from jetbench.spark.stage_task import RESULT, Tagger
+from jetbench.spark.stage_task import CHUNK, RESULT, Outlet, Tagger
 
 from .conftest import ship_by_value
 
@@ -74,36 +75,46 @@ def global_sum() -> DAG:
 
 def simulate(plan: SparkPlan, execution: dict | None = None) -> dict[str, list]:
     """Run ``plan``'s stages in this process as the driver wires them in Spark, partitions as
-    lists: ``parallelize`` for a stage without input, the producer's partitions for an
-    ``items`` stage, ``partitionBy`` on the tags for ``keyed``/``multi``. Each task plan goes
-    through cloudpickle as it does to a worker. Returns every collecting vertex's parts."""
-    from jetbench.spark.stage_task import run_stage
+    lists of Arrow batches: one placeholder row per partition for a stage without input, the
+    producer's rows of the channel for an ``items`` stage, and for ``keyed``/``multi`` the rows
+    moved where Spark's hash partitioning of the ``part`` column sends them (computed here with
+    `spark_partition`, the same Murmur3). Each task plan goes through cloudpickle as it does to
+    a worker. Returns every collecting vertex's parts."""
+    from jetbench.spark.stage_task import run_stage, to_batches
 
     execution = execution or {"cooperative_threads": 1}
-    channel = {id(e): i for i, e in enumerate(plan.dag.edges)}
-    out: dict[int, list[list[tuple[int, object]]]] = {}
+    out: dict[int, list[list[tuple]]] = {}
     parts: dict[str, list] = collections.defaultdict(list)
 
-    def produced(e: Edge) -> list[list]:
-        return [[r for c, r in part if c == channel[id(e)]] for part in out[plan.stage_of[e.source.name].index]]
+    def produced(e: Edge) -> list[list[tuple]]:
+        channel = plan.channel(e)
+        return [[r for r in part if r[2] == channel] for part in out[plan.stage_of[e.source.name].index]]
 
     for st in plan.stages:
         task = pickle.loads(cloudpickle.dumps(plan.task_plan(st, execution)))
         if st.mode == "none":
-            inputs = [[p] for p in range(st.partitions)]
-        elif st.mode == "items":
-            inputs = produced(st.inputs[0])
+            inputs = [[pa.RecordBatch.from_pydict({"id": [p]})] for p in range(st.partitions)]
         else:
-            inputs = [[] for _ in range(st.partitions)]
-            for e in st.inputs:
-                for part in produced(e):
-                    for record in part:
-                        inputs[record[0]].append(record)
-        out[st.index] = [list(run_stage(task, p, iter(records))) for p, records in enumerate(inputs)]
+            rows: list[list[tuple]]
+            if st.mode == "items":
+                rows = produced(st.inputs[0])
+            else:
+                rows = [[] for _ in range(st.partitions)]
+                for e in st.inputs:
+                    for part in produced(e):
+                        for row in part:
+                            rows[spark_partition(row[0], st.partitions)].append(row)
+            inputs = [list(to_batches(iter(part), max_rows=3)) for part in rows]
+        out[st.index] = []
+        for p, batches in enumerate(inputs):
+            result = [row for batch in to_batches(run_stage(task, p, iter(batches)))
+                      for row in zip(*(c.to_pylist() for c in batch.columns), strict=True)]
+            out[st.index].append(result)
         for part in out[st.index]:
-            for c, record in part:
-                if c == RESULT:
-                    parts[record[0]].append(record[1])
+            for _, _, channel, data in part:
+                if channel == RESULT:
+                    vertex, value = pickle.loads(data)
+                    parts[vertex].append(value)
     return parts
 
 
@@ -134,8 +145,12 @@ def test_two_stage_aggregation_cuts_once_after_the_accumulator():
     assert second.inputs == first.outputs
     assert plan.collecting == {"sink"} and second.collecting == ["sink"]
     assert [st.partitions for st in assign_partitions(plan, 4, {}).stages] == [4, 4]
-    assert "stage 1: 4 partition(s), input keyed: combine, sink" in plan.explain()
-    assert "  -> combine (partitioned)" in plan.explain()
+    text = plan.explain()
+    assert "stage 1 [Python, mapInArrow]: 4 partition(s), input keyed: combine, sink" in text
+    assert "  -> combine (partitioned)" in text
+    assert "  <- accumulate (partitioned): rows of pickled items, Spark shuffle repartition(4, part): " \
+        "target partition from the edge's key, hashed in Python" in text
+    assert "Python, because no stage has a Spark-native form yet" in text
 
 
 def test_a_partitioned_edge_into_a_single_stage_aggregator_is_a_shuffle():
@@ -203,15 +218,39 @@ def test_a_parquet_source_feeds_its_stage_directly(tmp_path):
 
 def test_tagger_sends_each_key_to_one_partition_and_broadcasts_to_all():
     keyed = pickle.loads(pickle.dumps(Tagger(1, Routing.PARTITIONED, str, 4)))
-    tagged = keyed.tag(WORDS)
-    assert [item for _, (_, item) in tagged] == WORDS and {iid for _, (iid, _) in tagged} == {1}
+    routed = keyed.route(WORDS)
+    assert sorted(x for xs in routed.values() for x in xs) == sorted(WORDS)
     targets = collections.defaultdict(set)
-    for target, (_, word) in tagged:
-        targets[word].add(target)
+    for target, words in routed.items():
+        for word in words:
+            targets[word].add(target)
     assert all(len(t) == 1 and 0 <= min(t) < 4 for t in targets.values())
-    assert Tagger(0, Routing.BROADCAST, None, 3).tag(["x"]) == [(0, (0, "x")), (1, (0, "x")), (2, (0, "x"))]
-    assert Tagger(0, Routing.ALL_TO_ONE, None, 3).tag(["x", "y"]) == [(0, (0, "x")), (0, (0, "y"))]
-    assert [t for t, _ in Tagger(0, Routing.UNICAST, None, 3).tag(list("abcd"), start=2)] == [2, 0, 1, 2]
+    assert Tagger(0, Routing.BROADCAST, None, 3).route(["x"]) == {0: ["x"], 1: ["x"], 2: ["x"]}
+    assert Tagger(0, Routing.ALL_TO_ONE, None, 3).route(["x", "y"]) == {0: ["x", "y"]}
+    assert Tagger(0, Routing.UNICAST, None, 3).route(list("abcd"), start=2) == {2: ["a", "d"], 0: ["b"], 1: ["c"]}
+
+
+def test_an_outlet_writes_rows_that_spark_hash_partitioning_delivers_to_the_chosen_partition():
+    outlet = Outlet(7, Tagger(2, Routing.PARTITIONED, str, 3))
+    words = [f"w{i}" for i in range(4 * CHUNK)]
+    outlet.add(words)
+    rows = list(outlet.rows())
+    routed = Tagger(2, Routing.PARTITIONED, str, 3).route(words)
+    got: dict[int, list] = collections.defaultdict(list)
+    for part, input_id, channel, data in rows:
+        assert (input_id, channel) == (2, 7) and part in spark_partition_keys(3)
+        got[spark_partition(part, 3)] += pickle.loads(data)
+    assert dict(got) == routed
+    assert len(rows) > len(routed)  # a target's items are cut into chunks of CHUNK
+    assert list(outlet.rows()) == []  # rows are handed out once
+    untagged = Outlet(1, None)
+    untagged.add(["a", "b"])
+    assert [(p, i, c, pickle.loads(d)) for p, i, c, d in untagged.rows()] == [(0, 0, 1, ["a", "b"])]
+
+
+def test_partition_keys_land_in_their_partition_by_spark_hash():
+    for n in (1, 2, 3, 8, 200):
+        assert [spark_partition(k, n) for k in spark_partition_keys(n)] == list(range(n))
 
 
 def test_the_stages_run_as_tasks_give_the_local_result():
