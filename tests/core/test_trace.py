@@ -331,3 +331,19 @@ def test_snapshot_phases_show_as_the_states_calls_move_to(tmp_path):
     assert sorted(job.join(timeout=60)) == list(range(30))
     states = {e.state for e in job.trace().events if e.kind == "call"}
     assert {"SAVE_SNAPSHOT", "EMIT_BARRIER"} <= states
+
+
+def test_with_work_stealing_every_call_is_on_the_lane_of_the_worker_that_made_it():
+    service = ExecutionService(cooperative_threads=2, outbox_capacity=32, work_stealing=True, trace=True)
+    dag = DAG()
+    for k in range(3):
+        src = dag.new_vertex(f"src{k}", items_source(range(2000 if k else 10)), 1)
+        out = dag.new_vertex(f"out{k}", collect_sink(), 1)
+        dag.edge(Edge.between(src, out))
+    job = service.submit(dag)
+    job.join()
+    trace = job.trace()
+    check_lane_order(trace)
+    calls = [e for e in trace.events if e.kind == "call"]
+    assert len(calls) == sum(t.calls for t in job.tasklets)
+    assert sum(e.items_in for e in calls if e.vertex.startswith("out")) == 4010
