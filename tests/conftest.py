@@ -69,6 +69,11 @@ AFTER_SPARK_FIXTURE = ("tests/notebook/test_kind_walk.py::test_a_spark_kind", "t
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        params = getattr(item, "callspec", None) and item.callspec.params
+        if xdist_group(item.nodeid) == "spark" and (
+                not params or "jetbench.spark" in str(params.get("code", "jetbench.spark"))):
+            item.add_marker(pytest.mark.spark)  # the README's blocks: only those using Spark
     late = [item for item in items if item.nodeid.startswith(AFTER_SPARK_FIXTURE)]
     rest = [item for item in items if not item.nodeid.startswith(AFTER_SPARK_FIXTURE)]
     spark = [i for i, item in enumerate(rest) if item.nodeid.startswith("tests/spark/")]
