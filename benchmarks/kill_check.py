@@ -166,8 +166,12 @@ def child(n: int, store: str, out: str, guarantee: str, interval: int, hook: str
     """Run the job (resuming it from ``store``); ``hook`` (``commit:k``, ``phase2:k`` or empty):
     kill this process with SIGKILL at that moment."""
     from jetbench import ExecutionService
+    from jetbench.core.compiled import build_info
     from jetbench.core.job_config import JobConfig
 
+    wanted = os.environ.get("KILLCHECK_BUILD", "")
+    if wanted and build_info().kind != wanted:  # e.g. a stale compiled build falls back to pure
+        raise SystemExit(f"the child runs the {build_info().kind} build, not {wanted}: {build_info().reason}")
     if hook:
         _install_hook(hook)
     if os.environ.get("KILLCHECK_LOG"):
@@ -378,6 +382,7 @@ def child_env(build: str, root: Path = ROOT) -> dict[str, str]:
     worktree for an A/B), in the ``build`` asked for."""
     env = {**os.environ, "PYTHONPATH": str(root), "JETBENCH_PROGRESS": "0"}
     env.pop("JETBENCH_PURE_PYTHON", None)
+    env["KILLCHECK_BUILD"] = build  # the child checks it runs that build
     if build == "pure":
         env["JETBENCH_PURE_PYTHON"] = "1"
     return env
