@@ -34,6 +34,7 @@ from .core import (
     Processor,
     ProcessorContext,
     Routing,
+    TraceError,
     Vertex,
     Watermark,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "SnapshotFormatError",
     "SnapshotStore",
     "SnapshotWarning",
+    "TraceError",
     "Vertex",
     "Watermark",
     "WindowResult",

@@ -26,6 +26,7 @@ from .processor import Processor, ProcessorContext
 from .queues import DEFAULT_QUEUE_SIZE
 from .routing import Routing
 from .sampler import MetricsSampler
+from .trace import Trace, TraceError, TraceEvent
 
 __all__ = [
     "DAG",
@@ -59,6 +60,9 @@ __all__ = [
     "SystemClock",
     "TaskletStatistics",
     "TimerIdler",
+    "Trace",
+    "TraceError",
+    "TraceEvent",
     "Vertex",
     "Watermark",
     "WorkerStatistics",
