@@ -52,7 +52,12 @@ def pandas() -> Sink:
 
 
 def files(directory: str | os.PathLike) -> Sink:
-    """Instance k writes ``str(item)`` lines to ``directory/part-{k:05d}`` (directory created)."""
+    """Instance k writes ``str(item)`` lines to ``directory/part-{k:05d}`` (directory created).
+
+    Under a processing guarantee it commits with the snapshots instead: committed files
+    ``directory/part-{k:05d}-{epoch:09d}`` appear whole once a snapshot is stored, so a reader
+    never sees a line a restore takes back (`jetbench.processors.files_sink`); ``part-*`` matches
+    the committed files either way."""
     return Sink(f"files({os.fspath(directory)})", files_sink(directory))
 
 
