@@ -415,6 +415,7 @@ def test_slow_calls_counted_for_cooperative_sleeper(service):
     assert blocking.busy_ms >= 30
 
 
+@pytest.mark.serial  # timing: failed beside other tests at load ~23 (scripts/test.sh runs it alone)
 def test_slow_call_threshold_is_configurable(threads):
     class Sleeper(Processor):
         def __init__(self):
@@ -433,6 +434,7 @@ def test_slow_call_threshold_is_configurable(threads):
     assert job.metrics().tasklet("coop").slow_calls == 0
 
 
+@pytest.mark.serial  # timing: failed beside other tests at load ~23 (scripts/test.sh runs it alone)
 def test_metrics_sampler_collects_records_over_time(service):
     class Paced(Processor):
         """Emits one item every ~10 ms for ~0.25 s."""

@@ -269,6 +269,7 @@ def _jetbench_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("jetbench.")]
 
 
+@pytest.mark.serial  # timing: failed beside other tests at load ~23 (scripts/test.sh runs it alone)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
 def test_a_keyed_aggregation_that_fails_once_mid_stream_restarts_from_its_last_snapshot(tmp_path, threads, guarantee):

@@ -62,6 +62,7 @@ class _FailOnce:
         return item
 
 
+@pytest.mark.serial  # timing: failed beside other tests at load ~23 (scripts/test.sh runs it alone)
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
 def test_a_job_that_restarts_counts_each_item_once_in_the_probe(tmp_path, guarantee):
     n = 3000

@@ -101,6 +101,7 @@ def test_smoke_suite_reproduces_beams_published_counts(capsys):
     assert code == 0
 
 
+@pytest.mark.serial  # timing: failed beside other tests at load ~23 (scripts/test.sh runs it alone)
 def test_rate_limited_run_reports_latency(capsys):
     # 4000 events at 20,000/s: 0.2 s of events (plus the 0.3 s lead before the base time)
     code, out, _ = run_cli(capsys, "--query", "1", "--rate", "20000", "--events", "4000", "--json")
@@ -110,6 +111,7 @@ def test_rate_limited_run_reports_latency(capsys):
     assert row["events_per_s"] < 20_000 * 1.1
 
 
+@pytest.mark.serial  # timing: failed beside other tests at load ~23 (scripts/test.sh runs it alone)
 def test_rate_limited_windows_closed_by_the_end_of_input_are_left_out(capsys):
     # 0.4 s of events, windows of 10 s: the last window is flushed when the input ends, and its
     # result is left out of the latency. The base time is the wall clock's, so in about one run
