@@ -1,4 +1,8 @@
-"""Fixtures of the browser tests: one JupyterLab server and one Chromium per test module."""
+"""Fixtures of the browser tests: one JupyterLab server and one Chromium for all of tests/browser
+(package scope: stopped when its last test ends), not one per module. Each test has a page of
+its own in a fresh browser context, and its kernels are shut down after it; a module that needs
+another server (test_notebooks_browser.py: `jetbench lab`) overrides ``lab``. tests/conftest.py
+keeps every browser test on one pytest-xdist worker, so one server serves them all."""
 
 from __future__ import annotations
 
@@ -13,14 +17,14 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def lab(tmp_path_factory):
     server = start_lab(tmp_path_factory.mktemp("lab"))
     yield server
     server.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def chromium():
     from playwright.sync_api import sync_playwright
 
