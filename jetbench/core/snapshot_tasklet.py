@@ -20,11 +20,11 @@ each tasklet that took part runs SNAPSHOT_COMMIT_FINISH (``snapshot_commit_finis
 at its next empty inbox (or completion step). A tasklet whose processor completed waits for a
 pending phase 2 (WAIT_FOR_SNAPSHOT_COMPLETED), saves its final state (reported as finished:
 it is part of every later snapshot) and only then emits DONE. A processor with a phase 2 of its
-own (it overrides ``snapshot_commit_finish``: a transactional sink, whose ``complete()``
-prepared its last output) then waits, before it closes, for the first snapshot stored after it
+own for its last output (``commits_after_completion``: a transactional sink, whose
+``complete()`` prepared it) then waits, before it closes, for the first snapshot stored after it
 finished, the one holding its final state, and runs that snapshot's phase 2: what it prepared
 at completion is committed only once a restore can no longer take it back. Once every instance
-has finished, the coordinator stores that snapshot at once (`SnapshotContext.commit_waiters`).
+has finished, the coordinator stores that snapshot at once (`SnapshotCoordinator.terminal_due`).
 
 Restore: a tasklet planned with entries starts INIT -> RESTORE_SNAPSHOT (its entries through
 ``restore_from_snapshot(inbox)``) -> FINISH_RESTORE -> PROCESS / COMPLETE, or straight to
@@ -72,10 +72,11 @@ class SnapshotContext(Protocol):
 
 
 def commits_in_phase2(processor: Processor) -> bool:
-    """Whether ``processor`` has a phase 2 of its own (it overrides ``snapshot_commit_finish``):
-    such a processor commits what it prepared at completion in the phase 2 of the snapshot
-    holding its final state."""
-    return type(processor).snapshot_commit_finish is not Processor.snapshot_commit_finish
+    """Whether ``processor`` commits what it prepared at completion in the phase 2 of the snapshot
+    holding its final state: it says so with a true ``commits_after_completion`` attribute (the
+    files sink). A processor whose ``complete()`` commits by itself (the collect sink) or that
+    cannot run a phase 2 once complete (a Beam stage) does not."""
+    return bool(getattr(processor, "commits_after_completion", False))
 
 
 class BarrierInboundStream(InboundStream):

@@ -75,6 +75,9 @@ class FilesSinkP(Processor):
     """
 
     snapshot_support: ClassVar[str] = "supported"
+    #: the last epoch, pending at completion, is committed in the phase 2 of the snapshot holding
+    #: the final state (`jetbench.core.snapshot_tasklet`)
+    commits_after_completion: ClassVar[bool] = True
 
     is_cooperative = False
 
