@@ -140,12 +140,12 @@ def _submit_refused(tmp_path, supplier: Any, vertex: str) -> None:
 
 
 def test_a_spark_partition_feeder_and_a_capture_refuse_a_guarantee(tmp_path):
-    assert snapshot_support(StreamFeederP(iter([1, 2]), "items", None)) == "unsupported"
-    assert snapshot_support(CaptureP([], None)) == "unsupported"
-    _submit_refused(tmp_path, ProcessorSupplier(StreamFeederP, iter([1, 2]), "items", None), "feed")
+    assert snapshot_support(StreamFeederP(iter([[1, 2]]))) == "unsupported"
+    assert snapshot_support(CaptureP(None)) == "unsupported"
+    _submit_refused(tmp_path, ProcessorSupplier(StreamFeederP, iter([[1, 2]])), "feed")
     dag = DAG()
     src = dag.new_vertex("src", ProcessorSupplier(ListFeederP, [1, 2]))
-    dag.edge(Edge.between(src, dag.new_vertex("capture", ProcessorSupplier(CaptureP, [], None))))
+    dag.edge(Edge.between(src, dag.new_vertex("capture", ProcessorSupplier(CaptureP, None))))
     with pytest.raises(JetbenchError, match="vertex 'capture'.*cannot save"):
         ExecutionService().submit(dag, config=JobConfig("exactly_once", snapshot_store=tmp_path / "s.sqlite"))
 
