@@ -9,7 +9,6 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -26,7 +25,15 @@ from .idle import Idler
 from .metrics import JobMetrics, WorkerStatistics
 from .sampler import MetricsSampler
 from .tasklet import ProcessorTasklet
-from .trace import DEFAULT_TRACE_CAPACITY, Lane, Trace, TraceError, check_capacity, lane_of
+from .trace import (
+    DEFAULT_TRACE_CAPACITY,
+    Lane,
+    Trace,
+    TracedWorker,
+    TraceError,
+    check_capacity,
+    lane_of,
+)
 
 #: Views of a job provided by higher layers (e.g. the notebook dashboard), registered by name so
 #: that the engine never imports them: ``register_view("dashboard", factory)``.
@@ -64,18 +71,10 @@ def _view(name: str) -> Callable[..., Any]:
         raise JetbenchError(f"no {name!r} view is registered; import jetbench (not only jetbench.core)") from None
 
 
-class JobWorker(Protocol):
+class JobWorker(TracedWorker, Protocol):
     """What a job, and whoever reads ``job.workers``, sees of the workers running it
-    (``worker.CooperativeWorker`` and ``worker.BlockingWorker``)."""
-
-    @property
-    def index(self) -> int: ...
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def thread(self) -> threading.Thread: ...
+    (``worker.CooperativeWorker`` and ``worker.BlockingWorker``): what a trace reads of them
+    (`TracedWorker`: index, kind, thread, the trace ring) and the rest."""
 
     @property
     def idler(self) -> Idler: ...
@@ -88,12 +87,6 @@ class JobWorker(Protocol):
 
     @property
     def cpu_time_s(self) -> float: ...
-
-    @property
-    def trace_events(self) -> deque[Any] | None: ...
-
-    @property
-    def trace_written(self) -> int: ...
 
     def statistics(self) -> WorkerStatistics: ...
 
