@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import reprlib
+import sys
 import traceback
 import weakref
 from collections.abc import Callable
@@ -92,11 +93,26 @@ def _exception_only(exc: BaseException) -> list[str]:
     """``Type: message`` as `traceback.format_exception_only`, the type in IPython's red when
     IPython shows colours."""
     lines = traceback.format_exception_only(type(exc), exc)
+    qualified = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    public = public_name(type(exc))
+    if lines and public != qualified and lines[-1].startswith(qualified):
+        lines[-1] = public + lines[-1][len(qualified):]
     if lines and _coloured():
         name, sep, rest = lines[-1].partition(": ")
         if sep and len(lines) == 1:
             lines[-1] = f"{_RED}{name}{_DEFAULT}{sep}{rest}"
     return lines
+
+
+def public_name(cls: type) -> str:
+    """The name a user imports ``cls`` by: ``jetbench.JobError`` for an error the package
+    exports (its defining module, ``jetbench.core.errors``, is an implementation detail), else
+    the qualified name Python prints."""
+    name = cls.__qualname__
+    package = sys.modules.get("jetbench")
+    if cls.__module__.startswith("jetbench.") and getattr(package, name, None) is cls:
+        return f"jetbench.{name}"
+    return name if cls.__module__ == "builtins" else f"{cls.__module__}.{name}"
 
 
 def location_label(filename: str) -> str | None:
@@ -138,6 +154,10 @@ def caller_frames(tb: TracebackType | None) -> traceback.StackSummary:
     frames: list[FrameType] = [frame for frame, _ in traceback.walk_tb(tb)]
     keep = [not (is_engine_code(frame.f_code) or frame.f_code.co_filename.startswith(_PACKAGE_DIR + os.sep))
             for frame in frames]
+    for k in range(1, len(frames) - 1):  # code with no file (a dataclass's generated __init__)
+        name = frames[k].f_code.co_filename  # between two of jetbench's frames is jetbench's
+        if name.startswith("<") and not keep[k - 1] and not keep[k + 1] and not location_label(name):
+            keep[k] = False
     cell = next((k for k, frame in enumerate(frames) if location_label(frame.f_code.co_filename)), 0)
     return _positioned(tb, [wanted and k >= cell for k, wanted in enumerate(keep)])
 

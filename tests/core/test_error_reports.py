@@ -145,7 +145,7 @@ def test_render_traceback_starts_with_the_job_error_and_hides_engine_frames():
     p.read_from(sources.items([1, 2, 0])).map(lambda x: 1 / x).write_to(sinks.collect())
     err = failure(p)
     lines = err._render_traceback_()
-    assert lines[0].startswith("jetbench.core.errors.JobError: job ")
+    assert lines[0].startswith("jetbench.JobError: job ")
     assert "vertex 'map' instance 0" in lines[0]
     assert "  item: 0" in lines
     text = "\n".join(lines)
@@ -188,5 +188,5 @@ def test_a_dag_error_from_submit_has_no_validation_frames():
     text = "".join(traceback.format_exception(err))
     assert "dag.py" not in text and "plan.py" not in text
     lines = err._render_traceback_()
-    assert lines[-1] == "jetbench.core.errors.DagError: vertex 'b': local_parallelism must be >= 1, got 0"
+    assert lines[-1] == "jetbench.DagError: vertex 'b': local_parallelism must be >= 1, got 0"
     assert ENGINE_DIR not in "\n".join(lines) and f'File "{__file__}"' in lines[1]

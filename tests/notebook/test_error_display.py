@@ -50,7 +50,7 @@ def errors(tmp_path_factory) -> dict[int, tuple[str, str]]:
                    resources={"metadata": {"path": str(tmp_path_factory.mktemp("errors"))}}).execute()
     raw = {cell.execution_count: (out.ename, "\n".join(out.traceback))
            for cell in nb.cells for out in cell.outputs if out.output_type == "error"}
-    assert "\x1b[31mjetbench.runner_errors.RunnerOptionError\x1b[39m: " in raw[4][1], raw[4][1]
+    assert "\x1b[31mjetbench.RunnerOptionError\x1b[39m: " in raw[4][1], raw[4][1]
     assert "\x1b[36mCell\x1b[39m \x1b[32mIn[4], line 3\x1b[39m, in <module>" in raw[4][1], raw[4][1]
     assert "\x1b[31mZeroDivisionError\x1b[39m" in raw[2][1], raw[2][1]
     assert raw[6][0] == "RunnerOptionError" and not ANSI.search(raw[6][1]), raw[6][1]
@@ -73,11 +73,11 @@ def test_a_job_error_names_the_cell_and_carets_the_inlined_step(errors):
 
 @pytest.mark.parametrize(("count", "ename", "line", "message"), [
     (3, "PipelineError", "q.read_from(jb.sources.items([1])).window(jb.window.tumbling(10))",
-     "jetbench.pipeline.errors.PipelineError: stage 'items' has no timestamps"),
+     "jetbench.PipelineError: stage 'items' has no timestamps"),
     (4, "RunnerOptionError", "jb.run(r, bogus=1)",
-     "jetbench.runner_errors.RunnerOptionError: the local runner takes no option 'bogus'"),
+     "jetbench.RunnerOptionError: the local runner takes no option 'bogus'"),
     (5, "JetbenchError", 's.read_from(jb.sources.files("/nonexistent/dir/*.txt")).write_to(jb.sinks.collect())',
-     "jetbench.core.errors.JetbenchError: files source: no file matches '/nonexistent/dir/*.txt'"),
+     "jetbench.JetbenchError: files source: no file matches '/nonexistent/dir/*.txt'"),
 ], ids=["PipelineError", "RunnerOptionError", "files-source"])
 def test_other_errors_start_at_the_users_line_then_the_message(errors, count, ename, line, message):
     got, text = errors[count]
