@@ -104,3 +104,51 @@ def no_leaked_threads():
         time.sleep(0.01)
     leaked = jetbench_threads()
     assert not leaked, f"leaked threads: {leaked}"
+
+
+# ------------------------------------------------------------------ where the suite's CPU goes
+
+def _tree_cpu_s() -> float:
+    """CPU seconds used so far by this process, its reaped children and its live descendants (a
+    Spark JVM, a JupyterLab server, Chromium): what a test costs the machine, whatever the load."""
+    import resource
+
+    used = sum(getattr(resource.getrusage(who), f)
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, tuple[int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)
+        stats[pid] = (int(fields[11]), int(fields[12]))  # utime, stime of the live process
+    todo = list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        used += sum(stats.get(pid, (0, 0))) / tick
+        todo.extend(children.get(pid, []))
+    return used
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With JETBENCH_TEST_CPU_LOG=FILE, append a line per test: node id, wall seconds and CPU
+    seconds of the test's process tree (setup, call and teardown), to see where the suite's time
+    goes on a loaded machine (scripts/test.sh --durations only shows wall time)."""
+    log = os.environ.get("JETBENCH_TEST_CPU_LOG")
+    if not log:
+        yield
+        return
+    wall, cpu = time.monotonic(), _tree_cpu_s()
+    yield
+    wall, cpu = time.monotonic() - wall, _tree_cpu_s() - cpu
+    with open(log, "a") as f:
+        engine = "pure" if os.environ.get("JETBENCH_PURE_PYTHON") == "1" else "compiled"
+        f.write(f"{item.nodeid}\t{engine}\t{wall:.2f}\t{cpu:.2f}\n")
