@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .core.errors import JetbenchError
@@ -21,7 +21,7 @@ from .processors.noop_sink import noop_sink
 from .processors.pandas_sink import pandas_sink
 from .processors.to_dict_sink import to_dict_sink
 
-__all__ = ["callback", "collect", "files", "latency", "noop", "pandas", "to_dict"]
+__all__ = ["callback", "collect", "files", "kafka", "latency", "noop", "pandas", "to_dict"]
 
 
 def collect() -> Sink:
@@ -73,3 +73,39 @@ def latency() -> Sink:
     ``p999_ms`` and ``max_ms`` (all None but ``count`` when nothing arrived).
     """
     return Sink("latency", latency_sink(), accepts_timestamped=True, requires_timestamped=True)
+
+
+def kafka(
+    topic: str,
+    bootstrap_servers: str,
+    *,
+    key_fn: Callable[[Any], Any] | None = None,
+    value_fn: Callable[[Any], Any] = str,
+    properties: Mapping[str, Any] | None = None,
+    transactional_id: str | None = None,
+) -> Sink:
+    """Writes each item to Kafka ``topic`` as a record with key ``key_fn(item)`` (None: no key)
+    and value ``value_fn(item)`` (bytes, or str written as UTF-8); needs the ``kafka`` extra.
+
+    At-least-once by default (and under ``at_least_once``: each snapshot waits for the broker to
+    acknowledge the records before it). Under ``exactly_once`` each instance writes through a
+    transactional producer of its own (``transactional.id`` ``{transactional_id}-{vertex}-{index}``,
+    by default ``transactional_id`` is ``jetbench-{topic}``: the same in every run, so a resumed job
+    fences off the process it replaces; two jobs writing one topic at once need different ones),
+    committed in the snapshot's phase 2: a ``read_committed`` consumer sees every record once
+    (`jetbench.kafka.sink`). A record the broker refuses (too large ...) is a `KafkaProduceError`.
+    """
+    from .kafka.errors import KafkaError, require_client
+    from .kafka.sink import KafkaSinkP
+    from .processors.supplier import ProcessorSupplier
+
+    require_client()
+    if not isinstance(topic, str) or not topic:
+        raise KafkaError(f"sinks.kafka: topic must be a topic name, got {topic!r}")
+    for name, fn in (("key_fn", key_fn), ("value_fn", value_fn)):
+        if fn is not None and not callable(fn):
+            raise KafkaError(f"sinks.kafka: {name} must be callable, got {fn!r}")
+    supplier = ProcessorSupplier(KafkaSinkP, topic, bootstrap_servers, key_fn=key_fn, value_fn=value_fn,
+                                 properties=dict(properties or {}), transactional_id=transactional_id,
+                                 label=f"kafka({topic})")
+    return Sink(f"kafka({topic})", supplier)

@@ -25,6 +25,9 @@ class Source:
     planner adds watermarks after it. ``streaming``: unbounded; batch-only stages refuse it.
     ``ordered``: each instance's timestamps never decrease, so the watermarks after it read a
     batch's last timestamp instead of scanning it for the largest (`insert_watermarks`).
+    ``own_watermarks``: the source makes its watermarks itself (per partition, as Jet's Kafka
+    source): the planner adds no vertex after it but gives its supplier the watermark frame
+    (``supplier.for_watermark_frame(frame)``).
     """
 
     name: str
@@ -34,6 +37,7 @@ class Source:
     streaming: bool = False
     allowed_lag: float = 0
     ordered: bool = False
+    own_watermarks: bool = False
 
     def __repr__(self) -> str:
         return f"Source({self.name!r})"
@@ -66,8 +70,11 @@ class SourceSpec(StageSpec):
 
     def plan(self, planner: Planner, node: PlanNode) -> None:
         source = self.source
-        vertex = planner.vertex(node.name, source.supplier, node.local_parallelism)
-        if source.timestamped and planner.watermarks_needed:
+        supplier = source.supplier
+        if source.own_watermarks and source.timestamped and planner.watermarks_needed:
+            supplier = supplier.for_watermark_frame(planner.watermark_frame)  # type: ignore[attr-defined]
+        vertex = planner.vertex(node.name, supplier, node.local_parallelism)
+        if source.timestamped and planner.watermarks_needed and not source.own_watermarks:
             watermarks = planner.vertex(f"{node.name}-watermarks",
                                         insert_watermarks(None, source.allowed_lag, planner.watermark_frame,
                                                           ordered=source.ordered),
