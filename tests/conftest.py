@@ -128,7 +128,9 @@ def _tree_cpu_s() -> float:
             continue
         pid = int(entry)
         children.setdefault(int(fields[1]), []).append(pid)
-        stats[pid] = (int(fields[11]), int(fields[12]))  # utime, stime of the live process
+        # utime, stime of the live process and cutime, cstime of the children it reaped (the
+        # Python workers a Spark JVM's daemon forks)
+        stats[pid] = (int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]))
     todo = list(children.get(os.getpid(), []))
     while todo:
         pid = todo.pop()
