@@ -59,6 +59,12 @@ class Transform:
         self._fn = _compile(steps, timestamped, timestamped and keep_timestamps)
         self._columns_fn: Callable[[list[Any], list[Any]], tuple[list[Any] | None, list[Any]]] | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its steps: the process that loads it compiles the chain again, so its
+        generated code is noted there as the engine's (`note_generated_code`) and a failure in
+        it names the failing item there too (a Spark worker, for `jetbench.spark`)."""
+        return Transform, (self.steps, self.timestamped, self.keep_timestamps)
+
     def _with(self, steps: tuple[tuple[str, Callable[..., Any]], ...], keep_timestamps: bool | None = None) -> Transform:
         keep = self.keep_timestamps if keep_timestamps is None else keep_timestamps
         return Transform(steps, self.timestamped, keep)
