@@ -50,7 +50,8 @@ def run(job: DAG | Pipeline, timeout: float | None = None, fuse: bool | None = N
 
     While the local runner waits, a notebook shows a live progress line and a terminal a tqdm
     bar (`jetbench.notebook.progress`): ``progress=False`` (or ``JETBENCH_PROGRESS=0``) turns
-    it off, ``True`` shows it even where stderr is not a terminal.
+    it off, ``True`` shows it even where stderr is not a terminal. The Spark runner shows
+    Spark's stages and tasks the same way (`jetbench.notebook.spark_progress`).
     """
     if isinstance(runner, str):
         if runner == "local":
@@ -66,7 +67,7 @@ def run(job: DAG | Pipeline, timeout: float | None = None, fuse: bool | None = N
         if runner == "spark":
             from .spark import SparkRunner
 
-            return SparkRunner.from_options(**options).run(job, timeout=timeout, fuse=fuse)
+            return SparkRunner.from_options(**options).run(job, timeout=timeout, fuse=fuse, progress=progress)
         raise JetbenchError(f"run(): runner must be 'local', 'spark' or a runner object, got {runner!r}")
     if not hasattr(runner, "run"):
         raise JetbenchError(f"run(): runner must be 'local', 'spark' or a runner object, got {runner!r}")

@@ -14,7 +14,9 @@ with pyarrow inside the Spark tasks); the PySpark job reads it as
 PySpark user writes first: ``explode(split(lower(line), "(?U)\\W+"))``, drop the empty words,
 ``groupBy("word").count()`` (``(?U)``: Java's ``\\W`` is ASCII unless asked, Python's is
 Unicode). The report also gives the SparkRunner time through the DataFrame path
-(``parquet(..., engine="spark")``) as ``sparkrunner_dataframe_source_s``.
+(``parquet(..., engine="spark")``) as ``sparkrunner_dataframe_source_s``, and with the
+aggregation kept in Python (``SparkRunner(spark_aggregation=False)``, the A of Spark's own
+aggregation's A/B) as ``sparkrunner_python_aggregation_s``.
 
 - ``ratio`` = DataFrame job's time / SparkRunner time on the widest master (higher is better;
   the issue's target is >= 1.0), ``rdd_ratio`` = RDD code's time / SparkRunner time,
@@ -99,7 +101,7 @@ class SparkWordcountReport(ReportFormat):
 
 
 def _counts(runner: Any, job: Any) -> dict[str, int]:
-    return dict(runner.run(job))
+    return dict(runner.run(job, progress=False))
 
 
 def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = MASTERS,
@@ -136,6 +138,7 @@ def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = 
             }
             if master == masters[-1]:
                 fns["sparkrunner_dataframe_source"] = partial(_counts, runner, via_dataframe)
+                fns["sparkrunner_python_aggregation"] = partial(_counts, SparkRunner(spark, spark_aggregation=False), job)
             for fn in fns.values():  # warm-up: start the Python workers, compile the query shapes
                 fn()
             timings = interleaved(fns, repeat)
@@ -155,6 +158,7 @@ def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = 
     extra["dataframe_scaling"] = seconds[narrowest]["dataframe"] / seconds[widest]["dataframe"]
     extra["rdd_scaling"] = seconds[narrowest]["rdd"] / seconds[widest]["rdd"]
     extra["sparkrunner_dataframe_source_s"] = seconds[widest]["sparkrunner_dataframe_source"]
+    extra["sparkrunner_python_aggregation_s"] = seconds[widest]["sparkrunner_python_aggregation"]
     return SparkWordcountReport(
         lines=lines,
         words=sum(reference.values()),

@@ -198,17 +198,27 @@ class NotebookReporter(Reporter):
             self.handle.update(self.view)
 
 
-def reporter_for(job: Any, progress: bool | None, in_kernel: bool) -> Reporter | None:
-    """The reporter for a wait, or None: off, or nowhere to show it (not a kernel's main thread
-    and stderr not a terminal, unless ``progress=True``)."""
+def display_target(progress: bool | None, in_kernel: bool) -> str | None:
+    """Where a wait shows its progress: ``"notebook"``, ``"terminal"`` or None: off, or nowhere
+    to show it (not a kernel's main thread and stderr not a terminal, unless ``progress=True``)."""
     if not progress_wanted(progress):
         return None
     if in_kernel:
-        return NotebookReporter(job, config.interval_s, config.delay_s)
+        return "notebook"
     if progress:
-        return TqdmReporter(job, config.interval_s, config.delay_s)
+        return "terminal"
     # by default only the main thread draws a bar, and only on a terminal
     isatty = getattr(sys.stderr, "isatty", None)
     if threading.current_thread() is threading.main_thread() and isatty is not None and isatty():
+        return "terminal"
+    return None
+
+
+def reporter_for(job: Any, progress: bool | None, in_kernel: bool) -> Reporter | None:
+    """The reporter for a wait, or None (`display_target`)."""
+    target = display_target(progress, in_kernel)
+    if target == "notebook":
+        return NotebookReporter(job, config.interval_s, config.delay_s)
+    if target == "terminal":
         return TqdmReporter(job, config.interval_s, config.delay_s)
     return None

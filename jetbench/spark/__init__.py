@@ -4,7 +4,8 @@ datasets, and `SparkRunner`, which runs jetbench DAGs and Pipelines as Spark job
 Modules: `dataframe_sources` and `dataframe_sinks` (Pipeline sources and sinks of tabular data:
 DataFrames, tables, parquet files), `datasets` (data made by Spark, cached), `runner` (the
 driver of `SparkRunner`), `stage_cut` (the cut of a job into stages, pure), `stage_task` (what
-runs in the Spark workers).
+runs in the Spark workers), `lowering` (the built-in keyed aggregations Spark combines itself),
+`spark_status` (a run's Spark jobs, stages and tasks, for its progress line).
 
 Everything here imports pyspark; nothing outside ``jetbench.spark`` does.
 

@@ -25,6 +25,12 @@ How a job becomes Spark work:
    producer's rows of that edge, a DataFrame source's own Arrow batches, or a parquet source's
    row groups (read with pyarrow in the task). Two-stage aggregation falls out of the DAG:
    stage 1 accumulates per partition before the shuffle, stage 2 combines after it.
+   **Spark's own aggregation**: when the operation is a built-in one with a typed form
+   (`jetbench.spark.lowering`: counting, summing, averaging, min_by/max_by, to_list, to_set,
+   all_of of these), the accumulators cross as typed columns and Spark combines them
+   (``groupBy(key).agg(...)``, its own shuffle); the pairs whose types Spark cannot hold exactly
+   go pickled to the same combining vertex, so the result is the Python path's
+   (``spark_aggregation=False`` turns it off).
 4. **Results.** Collecting sinks return their ``result_part()`` from every task as rows of
    their own; the driver collects them with ``toArrow()`` and merges them with the sink's
    ``merge_results`` exactly as the local executor does, in partition order.
@@ -59,6 +65,7 @@ import inspect
 import pickle
 import re
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping
@@ -73,12 +80,23 @@ from ..core.plan import merge_parts
 from ..runner_errors import RunnerError, RunnerOptionError
 from ._hash import spark_partition_keys
 from .dataframe_sinks import rdd_to_dataframe
-from .stage_cut import SparkPlan, assign_partitions, cut, job_to_dag, source_partitions
+from .lowering import ddl
+from .spark_status import SparkStatusSource
+from .stage_cut import (
+    SparkPlan,
+    assign_partitions,
+    cut,
+    job_to_dag,
+    lower_aggregations,
+    source_partitions,
+)
 from .stage_task import (
     EMPTY,
+    OUTPUT_COLUMNS,
     OUTPUT_SCHEMA,
     PARTITION_COLUMN,
     RESULT,
+    AccumulatorRows,
     SourceFunction,
     StageFunction,
     Tagger,
@@ -104,12 +122,14 @@ class SparkConfig:
     ``partitions``: Spark partitions of stages after a shuffle or without input (None: the
     session's default parallelism). ``execution``: settings of the `ExecutionService` inside
     each task, over `DEFAULT_EXECUTION` (``cooperative_threads=1``, ...); a bad setting fails
-    here, not in a task.
+    here, not in a task. ``spark_aggregation``: let Spark combine the built-in keyed
+    aggregations it can (`jetbench.spark.lowering`); False keeps every aggregation in Python.
     """
 
     session: Any = None
     partitions: int | None = None
     execution: Mapping[str, Any] = field(default_factory=dict)
+    spark_aggregation: bool = True
 
     def __post_init__(self) -> None:
         partitions = self.partitions
@@ -122,11 +142,13 @@ class SparkConfig:
         execution = {**DEFAULT_EXECUTION, **self.execution}
         ExecutionService(**execution)  # fail here on a bad setting
         object.__setattr__(self, "execution", MappingProxyType(execution))
+        if not isinstance(self.spark_aggregation, bool):
+            raise JetbenchError(f"SparkRunner: spark_aggregation must be True or False, got {self.spark_aggregation!r}")
 
     @staticmethod
     def keywords() -> tuple[str, ...]:
         """Every keyword `from_options` (and `SparkRunner`) takes."""
-        return ("session", "partitions", *_execution_keywords())
+        return ("session", "partitions", *_execution_keywords(), "spark_aggregation")
 
     @classmethod
     def from_options(cls, **options: Any) -> SparkConfig:
@@ -138,19 +160,22 @@ class SparkConfig:
                 raise RunnerOptionError("spark", name, accepted)
         session = options.pop("session", None)
         partitions = options.pop("partitions", None)
-        return cls(session, partitions, options)
+        spark_aggregation = options.pop("spark_aggregation", True)
+        return cls(session, partitions, options, spark_aggregation)
 
 
 class SparkRunner:
     """Runs DAGs and Pipelines on Spark (see the module doc for how).
 
-    ``SparkRunner(session=None, *, partitions=None, **execution)`` takes the keywords of
+    ``SparkRunner(session=None, *, partitions=None, spark_aggregation=True, **execution)`` takes the keywords of
     `SparkConfig` (an unknown one raises `jetbench.RunnerOptionError`); `from_config` takes a config,
     `from_options` the keywords alone.
     """
 
-    def __init__(self, session: Any = None, *, partitions: int | None = None, **execution: Any):
-        self._init(SparkConfig.from_options(session=session, partitions=partitions, **execution))
+    def __init__(self, session: Any = None, *, partitions: int | None = None, spark_aggregation: bool = True,
+                 **execution: Any):
+        self._init(SparkConfig.from_options(session=session, partitions=partitions,
+                                            spark_aggregation=spark_aggregation, **execution))
 
     def _init(self, config: SparkConfig) -> None:
         self.config = config
@@ -186,7 +211,8 @@ class SparkRunner:
         return self._session
 
     def __repr__(self) -> str:
-        return f"SparkRunner(partitions={self.partitions}, execution={self.execution})"
+        aggregation = "" if self.config.spark_aggregation else ", spark_aggregation=False"
+        return f"SparkRunner(partitions={self.partitions}{aggregation}, execution={self.execution})"
 
     # -- planning ----------------------------------------------------------------------------------
 
@@ -197,7 +223,8 @@ class SparkRunner:
     def _plan(self, job: Any, fuse: bool | None) -> SparkPlan:
         plan = cut(job_to_dag(job, fuse), self.config.execution["cooperative_threads"])
         default_partitions = self.partitions or self.session.sparkContext.defaultParallelism
-        return assign_partitions(plan, default_partitions, source_partitions(plan, default_partitions))
+        plan = assign_partitions(plan, default_partitions, source_partitions(plan, default_partitions))
+        return lower_aggregations(plan, self.config.spark_aggregation)
 
     def explain(self, job: Any, fuse: bool | None = None, physical: bool = True) -> str:
         """Which stages run in Python (and why), which in Spark, how Spark moves the data
@@ -243,7 +270,14 @@ class SparkRunner:
                 return with_partition(frame).mapInArrow(read, OUTPUT_SCHEMA)
             producer = plan.stage_of[e.source.name]
             uses[producer.index] += 1
-            return frames[producer.index].where(F.col("channel") == plan.channel(e))
+            rows = frames[producer.index].where(F.col("channel") == plan.channel(e))
+            typed = plan.typed.get(plan.channel(e))
+            if typed is None:
+                return rows.select(*OUTPUT_COLUMNS)
+            # Spark combines the typed rows; their accumulators go on tagged for the consumer's shuffle
+            consumer_tagger = plan.tagger(e)
+            assert consumer_tagger is not None  # lowered edges feed shuffled stages
+            return typed.aggregate(rows).mapInArrow(AccumulatorRows(typed, consumer_tagger), OUTPUT_SCHEMA)
 
         for st in plan.stages:
             stage_plan = plan.task_plan(st, execution)
@@ -265,7 +299,8 @@ class SparkRunner:
                 for part in parts:
                     union = union.unionAll(part)
                 base = union.repartition(st.partitions, "part")  # the JVM moves the rows
-            frames[st.index] = with_partition(base).mapInArrow(StageFunction(plan_bytes), OUTPUT_SCHEMA)
+            frames[st.index] = with_partition(base).mapInArrow(StageFunction(plan_bytes),
+                                                               OUTPUT_SCHEMA + ddl(stage_plan.extra))
 
         sink_inputs: dict[str, Any] = {}
         for name, sink in plan.spark_sinks.items():
@@ -298,11 +333,18 @@ class SparkRunner:
     def _default_partitions(self) -> int:
         return self.partitions or self.session.sparkContext.defaultParallelism
 
-    def run(self, job: Any, timeout: float | None = None, fuse: bool | None = None) -> Any:
+    def run(self, job: Any, timeout: float | None = None, fuse: bool | None = None,
+            progress: bool | None = None) -> Any:
         """Run ``job`` on Spark; return its collecting sink's value as the local executor would.
 
         Raises `RunnerError` (before anything runs) for shapes Spark cannot run, `JobError` if a
         processor fails in a task, `JobTimeout` after ``timeout`` seconds (the Spark jobs are cancelled).
+
+        The Spark actions run on a thread of their own while this one waits for them: in a notebook
+        or on a terminal it shows Spark's stages and tasks as they run, with a link to the Spark
+        UI when it runs (`jetbench.notebook.spark_progress`; ``progress`` as for the local
+        runner: None shows it unless it is turned off, False never, True always). An interrupted
+        wait (KeyboardInterrupt) cancels the run's Spark jobs and waits for that thread to end.
         """
         plan = self._plan(job, fuse)
         spark = self.session
@@ -310,47 +352,105 @@ class SparkRunner:
         _, sink_inputs, collected, persisted = self.frames(plan)
 
         tag = f"jetbench-{uuid.uuid4().hex}"
-        timed_out = threading.Event()
-        timer = None
-        if timeout is not None:
-            def cancel() -> None:
-                timed_out.set()
-                sc.cancelJobsWithTag(tag)
+        outcome: dict[str, Any] = {}
 
-            timer = threading.Timer(timeout, cancel)
-            timer.daemon = True
-        sc.addJobTag(tag)
+        def action() -> None:
+            sc.addJobTag(tag)  # job tags are the thread's own
+            try:
+                results: dict[str, Any] = {}
+                for name, sink in plan.spark_sinks.items():
+                    df = rdd_to_dataframe(spark, sink_inputs[name], sink.schema)
+                    if sink.kind == "dataframe":
+                        df = df.localCheckpoint(eager=True)
+                    results[name] = sink.finish(df)
+                records = []
+                if collected is not None:
+                    records = [pickle.loads(blob) for blob in collected.toArrow().column(0).to_pylist()]
+                outcome["value"] = records, results
+            except BaseException as exc:
+                outcome["error"] = exc
+            finally:
+                with contextlib.suppress(Exception):
+                    sc.removeJobTag(tag)
+
+        source = SparkStatusSource(sc, tag, getattr(job, "name", None) or type(job).__name__)
+        reporter = _reporter(source, progress)
+        worker = threading.Thread(target=action, name=f"jetbench-spark-{tag[9:17]}", daemon=True)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        timed_out = False
+        worker.start()
         try:
-            if timer is not None:
-                timer.start()
-            results: dict[str, Any] = {}
-            for name, sink in plan.spark_sinks.items():
-                df = rdd_to_dataframe(spark, sink_inputs[name], sink.schema)
-                if sink.kind == "dataframe":
-                    df = df.localCheckpoint(eager=True)
-                results[name] = sink.finish(df)
-            records = []
-            if collected is not None:
-                records = [pickle.loads(blob) for blob in collected.toArrow().column(0).to_pylist()]
-        except BaseException as exc:
-            # whatever ended the wait (a failure, the timeout, KeyboardInterrupt), no Spark job of
-            # this run goes on (PySpark cancels on SIGINT only if its context began in the main thread)
+            while worker.is_alive():
+                step = _WAIT_SLICE_S if reporter is not None else None
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        timed_out = True
+                        sc.cancelJobsWithTag(tag)
+                        worker.join()
+                        break
+                    step = left if step is None else min(step, left)
+                worker.join(step)
+                if reporter is not None:
+                    reporter.tick()
+        except BaseException:
+            # the wait was interrupted (KeyboardInterrupt): no Spark job of this run goes on, and
+            # no thread of ours outlives the wait
             with contextlib.suppress(Exception):
                 sc.cancelJobsWithTag(tag)
-            if not isinstance(exc, Exception):
-                raise
-            if timed_out.is_set():
-                raise JobTimeout(f"SparkRunner: the job did not finish within {timeout} s; its Spark jobs were cancelled") from exc
-            raise _job_error(exc) from exc
+            worker.join()
+            if reporter is not None:
+                reporter.close("interrupted")
+            raise
         finally:
-            if timer is not None:
-                timer.cancel()
-                if timer.is_alive():
-                    timer.join()  # no thread of ours outlives the wait
-            sc.removeJobTag(tag)
             for frame in persisted:
-                frame.unpersist()
+                with contextlib.suppress(Exception):
+                    frame.unpersist()
+        error = outcome.get("error")
+        if timed_out and "value" not in outcome:
+            if reporter is not None:
+                reporter.close(f"timed out after {timeout} s")
+            raise JobTimeout(f"SparkRunner: the job did not finish within {timeout} s; its Spark jobs were cancelled") \
+                from error
+        if error is not None:
+            with contextlib.suppress(Exception):
+                sc.cancelJobsWithTag(tag)  # what the run started besides the failed job
+            failure = _job_error(error) if isinstance(error, Exception) else None
+            if reporter is not None:
+                reporter.close(str(failure).splitlines()[0] if failure is not None else type(error).__name__)
+            if failure is None:
+                raise error
+            raise failure from error
+        if reporter is not None:
+            reporter.close()
+        records, results = outcome["value"]
         return _result(plan.dag, records, results)
+
+
+def _registered_view(name: str) -> Any:
+    """The view registered as ``name`` (in `jetbench.core.views`; in `jetbench.core.job` before it moved)."""
+    import importlib
+
+    try:
+        views = importlib.import_module("jetbench.core.views")
+    except ModuleNotFoundError:
+        views = importlib.import_module("jetbench.core.job")
+        return views._view(name)
+    return views.view(name)
+
+
+#: how often a waiting run refreshes its progress (it never waits longer than the run)
+_WAIT_SLICE_S = 0.1
+
+
+def _reporter(source: SparkStatusSource, progress: bool | None) -> Any:
+    """The progress reporter of a run, from the view the notebook layer registers as
+    ``"spark_progress"`` (`jetbench.notebook.spark_progress`); None where none is shown."""
+    try:
+        factory = _registered_view("spark_progress")
+        return factory(source, progress=progress)
+    except Exception:  # no view registered (only jetbench.core imported), or it failed: run without
+        return None
 
 
 def _physical_plan(frame: Any) -> str:
@@ -391,12 +491,14 @@ def _result(dag: DAG, records: list[tuple[str, Any]], results: dict[str, Any]) -
     return None
 
 
-_JOB_ERROR = re.compile(r"(?:jetbench\.core\.errors\.)?JobError: (.+)")
+#: the task's JobError: its first line, then the lines that name the item and the user's line
+_JOB_ERROR = re.compile(r"(?:jetbench\.core\.errors\.)?JobError: (.+(?:\n {2}\S.*|\n {4}\S.*)*)")
 _ANY_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt)): (.+)$", re.MULTILINE)
 
 
 def _job_error(exc: Exception) -> JetbenchError:
-    """A failed Spark action as a `JobError` naming the vertex when a processor failed."""
+    """A failed Spark action as a `JobError` naming the vertex when a processor failed, with the
+    lines of the task's report that name the failing item and the user's function and line."""
     if isinstance(exc, JetbenchError):
         return exc
     text = str(exc)

@@ -31,12 +31,13 @@ from typing import Any
 from ..core.dag import DAG, Edge, Routing, Vertex
 from ..core.errors import DagError, JetbenchError, JobError
 from ..core.processor import Processor
-from ..processors.aggregation import AccumulateByKeyP
+from ..processors.aggregation import AccumulateByKeyP, CombineByKeyP
 from ..processors.generator_source import GeneratorP
 from ..processors.supplier import made_by
 from ..runner_errors import RunnerError
 from .dataframe_sinks import SparkSink
 from .dataframe_sources import DataFrameSource, ParquetSource
+from .lowering import TypedAggregation, lower
 from .stage_task import InputSpec, OutputSpec, StagePlan, Tagger
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "is_stage1_accumulator",
     "is_unbounded",
     "job_to_dag",
+    "lower_aggregations",
     "source_partitions",
 ]
 
@@ -132,11 +134,16 @@ class SparkPlan:
     spark_sinks: dict[str, SparkSink]
     collecting: set[str]
     cut: set[int]  # ids of cut edges
+    #: cut edges that Spark aggregates, by channel (`lower_aggregations`)
+    typed: dict[int, TypedAggregation] = field(default_factory=dict)
+    #: combining vertices whose aggregation stays in Python, and why
+    python_aggregations: dict[str, str] = field(default_factory=dict)
 
     def explain(self) -> str:
-        """Each stage: where it runs (today every stage runs in Python: a copy of its sub-DAG on
-        a local executor in each Spark task, over Arrow batches with ``mapInArrow``), its
-        partitions, input mode and vertices; each cut edge: how Spark moves its rows."""
+        """Each stage: where it runs (a stage runs in Python: a copy of its sub-DAG on a local
+        executor in each Spark task, over Arrow batches with ``mapInArrow``), its partitions,
+        input mode and vertices; each cut edge: how Spark moves its rows, and which aggregations
+        Spark runs (``groupBy().agg()``) and which stay in Python, and why."""
         lines = []
         for st in self.stages:
             lines.append(f"stage {st.index} [Python, mapInArrow]: {st.partitions} partition(s), "
@@ -145,16 +152,27 @@ class SparkPlan:
                 lines.append(f"  <- {e.source.name} ({e.routing.value}): {self.movement(e)}")
             for e in st.outputs:
                 lines.append(f"  -> {e.target.name} ({e.routing.value})")
+        for channel, typed in self.typed.items():
+            e = self.dag.edges[channel]
+            lines.append(f"Spark aggregation {e.source.name} -> {e.target.name}: {typed.describe()} in the JVM over "
+                         f"typed columns (str or 64-bit int keys, accumulators in Spark types); pairs of other types "
+                         f"go pickled to {e.target.name}, which combines and finishes in Python")
+        for name, why in self.python_aggregations.items():
+            lines.append(f"Python aggregation {name}: {why}")
         for name in self.spark_sinks:
             lines.append(f"spark sink: {name} (a DataFrame built in Spark from its input rows)")
         if self.stages:
-            lines.append("Python, because no stage has a Spark-native form yet: user functions run in Python, and "
-                         "built-in aggregations do too until they are lowered to Spark's groupBy (issue 31)")
+            lines.append("Python stages: user functions and the processors of the DAG run in the Python workers; "
+                         "Spark runs the shuffles" + (" and the aggregations above" if self.typed else ""))
         return "\n".join(lines)
 
     def movement(self, e: Edge) -> str:
         """How Spark moves the rows of cut edge ``e`` into its consumer stage."""
         consumer = self.stage_of[e.target.name]
+        typed = self.typed.get(self.channel(e))
+        if typed is not None:
+            return (f"typed rows, Spark {typed.describe()} (its own shuffle), then its accumulators "
+                    f"to repartition({consumer.partitions}, part) by key")
         source = "read by Spark" if e.source.name in self.arrow_sources else "rows of pickled items"
         if consumer.mode in ("items", "arrow"):
             return f"{source}, no shuffle (the producer's partitions)"
@@ -194,14 +212,16 @@ class SparkPlan:
             for i, e in enumerate(st.inputs)
         ]
         outputs = [
-            OutputSpec(self.channel(e), e.source.name, e.source_ordinal, e.edge_queue_size, self.tagger(e))
+            OutputSpec(self.channel(e), e.source.name, e.source_ordinal, e.edge_queue_size, self.tagger(e),
+                       self.typed.get(self.channel(e)))
             for e in st.outputs
         ]
+        extra = [f for out in outputs if out.typed is not None for f in out.typed.fields()]
         reader = None
         if st.mode == "arrow":
             reader = self.arrow_sources[st.inputs[0].source.name].partition_reader(st.partitions)
         return StagePlan(st.index, st.partitions, st.mode, [(v.name, v.supplier, v.local_parallelism) for v in st.vertices],
-                         edges, inputs, outputs, st.collecting, execution, reader)
+                         edges, inputs, outputs, st.collecting, execution, reader, extra)
 
 
 def _probe(v: Vertex) -> bool:
@@ -318,6 +338,55 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
         else:
             st.mode = "keyed" if len(ins) == 1 else "multi"
     return SparkPlan(dag, stages, stage_of, df_sources, spark_sinks, collecting, cut_edges)
+
+
+def lower_aggregations(plan: SparkPlan, enabled: bool = True) -> SparkPlan:
+    """Mark the cut edges of ``plan`` whose aggregation Spark runs (`jetbench.spark.lowering`),
+    in place; returns ``plan``. Such an edge goes from a keyed stage-1 accumulator
+    (`is_stage1_accumulator`) to a keyed combining vertex, partitioned, into a stage fed by a
+    shuffle, and its operation has a typed form (`lowering.lower`). Every other combining vertex
+    is noted in ``plan.python_aggregations`` with the reason."""
+    for v in plan.dag.vertices:
+        if not made_by(v.supplier, CombineByKeyP):
+            continue
+        why = _why_python(plan, v, enabled)
+        if why is not None:
+            plan.python_aggregations[v.name] = why
+            continue
+        for e in plan.dag.inbound_edges(v):
+            form = lower(_params(e.source)["op"])
+            assert not isinstance(form, str)  # _why_python checked it
+            plan.typed[plan.channel(e)] = TypedAggregation(plan.channel(e), form)
+    return plan
+
+
+def _why_python(plan: SparkPlan, v: Vertex, enabled: bool) -> str | None:
+    """Why the combining vertex ``v`` keeps the Python path, or None if Spark can combine for it."""
+    if not enabled:
+        return "Spark's aggregation is off (spark_aggregation=False)"
+    if _params(v).get("values_only"):
+        return "a global aggregation (one group): nothing for Spark to group"
+    consumer = plan.stage_of.get(v.name)
+    if consumer is None or consumer.mode not in ("keyed", "multi"):
+        return "its input is not shuffled"
+    form = lower(_params(v)["op"])
+    if isinstance(form, str):
+        return form
+    for e in plan.dag.inbound_edges(v):
+        src = _params(e.source)
+        if (id(e) not in plan.cut or e.routing is not Routing.PARTITIONED or not is_stage1_accumulator(e.source.supplier)
+                or getattr(src.get("key_fn"), "__name__", "") == "_no_key"):
+            return f"its input from {e.source.name!r} is not a keyed stage-1 accumulator's partitioned edge"
+        theirs = lower(src["op"])
+        if isinstance(theirs, str) or theirs.describe("") != form.describe(""):
+            return f"{e.source.name!r} accumulates with another operation"
+    return None
+
+
+def _params(v: Vertex) -> Mapping[str, Any]:
+    """The arguments a built-in vertex's supplier was made with (`ProcessorSupplier.params`)."""
+    params: Mapping[str, Any] = getattr(v.supplier, "params", {})
+    return params
 
 
 def source_partitions(plan: SparkPlan, default_partitions: int) -> dict[str, int]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 from zlib import crc32
@@ -33,13 +33,16 @@ from ..core.processor import Processor, ProcessorContext
 from ..processors.emitter import EmittingProcessor
 from ..processors.snapshotting import restored_position, save_position
 from ._hash import spark_partition_keys, stable_hash
+from .lowering import TypedAggregation
 
 if TYPE_CHECKING:
     from ..core.inbox import Inbox
 
 __all__ = [
     "CHUNK",
+    "AccumulatorRows",
     "EMPTY",
+    "OUTPUT_COLUMNS",
     "OUTPUT_SCHEMA",
     "PARTITION_COLUMN",
     "RESULT",
@@ -50,6 +53,8 @@ __all__ = [
     "StageFunction",
     "StagePlan",
     "Tagger",
+    "TypedOutlet",
+    "TypedRows",
     "chunks",
     "items_of",
     "partition_of",
@@ -163,6 +168,53 @@ class Outlet:
         self.by_target.clear()
 
 
+@dataclass
+class TypedRows:
+    """Rows of a lowered cut edge (`TypedOutlet`): its typed columns by name and ``data``."""
+
+    channel: int
+    columns: dict[str, list[Any]]
+    data: list[bytes | None]
+
+
+class TypedOutlet:
+    """What one task sends down a cut edge that Spark aggregates (`TypedAggregation`): the
+    ``(key, accumulator)`` pairs that fit Spark's types as typed rows, the others as pickled chunks
+    in rows of their own (see `jetbench.spark.lowering`). No partition column: Spark's
+    ``groupBy`` does the shuffle. ``partition`` numbers the rows apart from other tasks' (the
+    sequence numbers that break ties, the group of each pickled chunk)."""
+
+    def __init__(self, typed: TypedAggregation, partition: int):
+        self.typed = typed
+        self.names = [f.name for f in typed.fields()]
+        self.columns: list[list[Any]] = [[] for _ in self.names]
+        self.rest: list[Any] = []
+        self.seq = (partition + 1) << 40  # typed rows' order, then the pickled chunks' groups
+
+    def add(self, items: list[Any]) -> None:
+        columns, rest = self.typed.encode_pairs(items, self.seq)
+        if columns[0]:
+            self.seq += len(columns[0])
+            for mine, new in zip(self.columns, columns, strict=True):
+                mine += new
+        self.rest += rest
+
+    def rows(self) -> Iterator[TypedRows]:
+        n = len(self.columns[0])
+        for i in range(0, n, CHUNK * 16):
+            yield TypedRows(self.typed.channel, {name: column[i:i + CHUNK * 16]
+                                                 for name, column in zip(self.names, self.columns, strict=True)},
+                            [None] * min(CHUNK * 16, n - i))
+        _, _, g = self.typed.group_names()
+        chunks = [self.rest[i:i + CHUNK] for i in range(0, len(self.rest), CHUNK)]
+        if chunks:
+            groups = list(range(self.seq, self.seq + len(chunks)))
+            self.seq += len(chunks)
+            yield TypedRows(self.typed.channel, {g: groups}, [dumps(chunk) for chunk in chunks])
+        self.columns = [[] for _ in self.names]
+        self.rest = []
+
+
 class CaptureP(Processor):
     """Sink of a cut edge inside a task: hands the items to the task's `Outlet` for the edge.
 
@@ -171,7 +223,7 @@ class CaptureP(Processor):
 
     snapshot_support: ClassVar[str] = "unsupported"
 
-    def __init__(self, outlet: Outlet):
+    def __init__(self, outlet: Outlet | TypedOutlet):
         self.outlet = outlet
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
@@ -295,6 +347,7 @@ class OutputSpec:
     ordinal: int
     queue_size: int
     tagger: Tagger | None
+    typed: TypedAggregation | None = None
 
 
 #: An uncut edge inside a stage: source, source ordinal, destination, destination ordinal,
@@ -316,6 +369,8 @@ class StagePlan:
     collecting: list[str]
     execution: dict[str, Any]
     reader: Any = None
+    #: the typed columns of the stage's lowered outputs, after `OUTPUT_SCHEMA`'s
+    extra: list[pa.Field] = field(default_factory=list)
 
 
 def _route(edge: Edge, routing: str, key_fn: Any) -> Edge:
@@ -368,11 +423,11 @@ def feeds(plan: StagePlan, partition: int, batches: Iterator[pa.RecordBatch]) ->
     return {spec.input_id: chunks(batches)}
 
 
-def run_stage(plan: StagePlan, partition: int, batches: Iterator[pa.RecordBatch]) -> Iterator[Row]:
+def run_stage(plan: StagePlan, partition: int, batches: Iterator[pa.RecordBatch]) -> Iterator[Row | TypedRows]:
     """Run one copy of the stage's sub-DAG over this partition's input (Arrow batches: a
     producer stage's rows, a source's records or one placeholder row); yield the output rows
     (`OUTPUT_SCHEMA`) of every cut edge leaving the stage, then ``(0, 0, RESULT, pickled
-    (vertex, part))`` for every collecting instance."""
+    (vertex, part))`` for every collecting instance; a lowered edge's rows come as `TypedRows`."""
     dag = DAG()
     names = {name for name, _, _ in plan.vertices}
     vertices: dict[str, Vertex] = {}
@@ -391,9 +446,9 @@ def run_stage(plan: StagePlan, partition: int, batches: Iterator[pa.RecordBatch]
         edge = Edge.from_(feeder, 0).to(vertices[spec.vertex], spec.ordinal)
         dag.edge(_route(edge, spec.routing, spec.key_fn).priority(spec.priority).queue_size(spec.queue_size))
 
-    outlets: list[Outlet] = []
+    outlets: list[Outlet | TypedOutlet] = []
     for out in plan.outputs:
-        outlet = Outlet(out.channel, out.tagger)
+        outlet = TypedOutlet(out.typed, partition) if out.typed is not None else Outlet(out.channel, out.tagger)
         outlets.append(outlet)
         capture = dag.new_vertex(_unique(names, f"spark-output-{out.channel}"), _Fixed(partial(CaptureP, outlet)), 1)
         dag.edge(Edge.from_(vertices[out.vertex], out.ordinal).to(capture).queue_size(out.queue_size))
@@ -410,25 +465,49 @@ def run_stage(plan: StagePlan, partition: int, batches: Iterator[pa.RecordBatch]
                 yield 0, 0, RESULT, dumps(part)
 
 
-def to_batches(rows: Iterator[Row], max_rows: int = 64, max_bytes: int = 64 << 20) -> Iterator[pa.RecordBatch]:
-    """Output rows as Arrow record batches of `OUTPUT_SCHEMA` (bounded in rows and bytes)."""
+def to_batches(rows: Iterator[Row | TypedRows], max_rows: int = 64, max_bytes: int = 64 << 20,
+               extra: list[pa.Field] | None = None) -> Iterator[pa.RecordBatch]:
+    """Output rows as Arrow record batches of `OUTPUT_SCHEMA` and the ``extra`` typed columns
+    (null but in `TypedRows`, which become batches of their own); bounded in rows and bytes."""
+    extra = extra or []
     batch: list[Row] = []
     size = 0
     for row in rows:
+        if isinstance(row, TypedRows):
+            if batch:
+                yield _batch(batch, extra)
+                batch, size = [], 0
+            yield _typed_batch(row, extra)
+            continue
         batch.append(row)
         size += len(row[3])
         if len(batch) >= max_rows or size >= max_bytes:
-            yield _batch(batch)
+            yield _batch(batch, extra)
             batch, size = [], 0
     if batch:
-        yield _batch(batch)
+        yield _batch(batch, extra)
 
 
-def _batch(rows: list[Row]) -> pa.RecordBatch:
+_NAMES = list(OUTPUT_COLUMNS)
+
+
+def _batch(rows: list[Row], extra: list[pa.Field]) -> pa.RecordBatch:
     part, input_id, channel, data = zip(*rows, strict=True)
+    n = len(rows)
     return pa.RecordBatch.from_arrays(
         [pa.array(part, pa.int32()), pa.array(input_id, pa.int32()), pa.array(channel, pa.int32()),
-         pa.array(data, pa.binary())], names=list(OUTPUT_COLUMNS))
+         pa.array(data, pa.binary()), *(pa.nulls(n, f.type) for f in extra)],
+        names=_NAMES + [f.name for f in extra])
+
+
+def _typed_batch(rows: TypedRows, extra: list[pa.Field]) -> pa.RecordBatch:
+    n = len(rows.data)
+    zeros = pa.array([0] * n, pa.int32())
+    columns = rows.columns
+    return pa.RecordBatch.from_arrays(
+        [zeros, zeros, pa.array([rows.channel] * n, pa.int32()), pa.array(rows.data, pa.binary()),
+         *(pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in extra)],
+        names=_NAMES + [f.name for f in extra])
 
 
 def partition_of(batches: Iterator[pa.RecordBatch], partitions: int) -> tuple[int, Iterator[pa.RecordBatch]]:
@@ -465,7 +544,7 @@ class StageFunction:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         plan: StagePlan = pickle.loads(self.plan_bytes)
         partition, batches = partition_of(batches, plan.partitions)
-        return to_batches(run_stage(plan, partition, batches))
+        return to_batches(run_stage(plan, partition, batches), extra=plan.extra)
 
 
 class SourceFunction:
@@ -485,6 +564,28 @@ class SourceFunction:
         def rows() -> Iterator[Row]:
             for items in self.reader.read_partition(partition, batches):
                 outlet.add(items)
+                if sum(len(xs) for xs in outlet.by_target.values()) >= CHUNK * 16:
+                    yield from outlet.rows()
+            yield from outlet.rows()
+
+        return to_batches(rows())
+
+
+class AccumulatorRows:
+    """The ``mapInArrow`` function after Spark's aggregation of a lowered cut edge: its rows
+    (`TypedAggregation.aggregate`) become ``(key, accumulator)`` pairs again, sent on as the
+    rows of a cut edge (`Outlet`, tagged by ``tagger`` for the combining stage's shuffle)."""
+
+    def __init__(self, typed: TypedAggregation, tagger: Tagger):
+        self.typed = typed
+        self.tagger = tagger
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        outlet = Outlet(self.typed.channel, self.tagger)
+
+        def rows() -> Iterator[Row]:
+            for batch in batches:
+                outlet.add(self.typed.decode(batch))
                 if sum(len(xs) for xs in outlet.by_target.values()) >= CHUNK * 16:
                     yield from outlet.rows()
             yield from outlet.rows()

@@ -54,6 +54,7 @@ def test_bench_command_prints_json(spark, monkeypatch, capsys):
     for key in ("sparkrunner_s", "dataframe_s", "rdd_s", "ratio", "rdd_ratio", "scaling",
                 "sparkrunner_dataframe_source_s"):
         assert report[key] > 0
+    assert report["sparkrunner_python_aggregation_s"] > 0
     assert report["ratio"] == pytest.approx(report["dataframe_s"] / report["sparkrunner_s"])
     assert report["rdd_ratio"] == pytest.approx(report["rdd_s"] / report["sparkrunner_s"])
     assert report["words"] > 10_000

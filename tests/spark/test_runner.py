@@ -314,15 +314,25 @@ def test_stages_and_shuffles(runner):
     assert "partitioned" in runner.explain(wordcount())
 
 
-def test_stages_exchange_arrow_batches_through_a_dataframe_shuffle(runner):
+def test_stages_exchange_arrow_batches_through_a_dataframe_shuffle(spark):
     """explain() shows Spark's physical plan: the stages are MapInArrow, the cut edge is Spark's
     own hash-partitioning Exchange on the partition column (no RDD of pickles, no partitionBy)."""
-    text = runner.explain(wordcount())
+    text = SparkRunner(spark, spark_aggregation=False).explain(wordcount())
     assert "stage 0 [Python, mapInArrow]" in text and "== Spark physical plan (results) ==" in text
     physical = text.split("== Spark physical plan (results) ==")[1]
     assert physical.count("MapInArrow") == 2
     assert "Exchange hashpartitioning(part#" in physical
     assert "PythonRDD" not in physical and "ExistingRDD" not in physical
+
+
+def test_the_word_count_is_combined_by_sparks_own_aggregation(runner):
+    """With Spark's aggregation (the default) the counts cross as typed rows that Spark's
+    HashAggregate combines; its accumulators go on to the combining stage by key."""
+    text = runner.explain(wordcount())
+    assert "Spark aggregation" in text and "sum(count)" in text
+    physical = text.split("== Spark physical plan (results) ==")[1]
+    assert physical.count("MapInArrow") == 3 and "HashAggregate" in physical
+    assert "Exchange hashpartitioning(c" in physical  # Spark's groupBy shuffle on the typed key
 
 
 def test_the_partition_column_lands_where_python_chose(spark):

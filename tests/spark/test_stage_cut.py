@@ -40,6 +40,7 @@ from jetbench.spark.stage_cut import (
     cut,
     is_stage1_accumulator,
     job_to_dag,
+    lower_aggregations,
 )
 from jetbench.spark.stage_task import CHUNK, RESULT, Outlet, Tagger
 
@@ -150,7 +151,23 @@ def test_two_stage_aggregation_cuts_once_after_the_accumulator():
     assert "  -> combine (partitioned)" in text
     assert "  <- accumulate (partitioned): rows of pickled items, Spark shuffle repartition(4, part): " \
         "target partition from the edge's key, hashed in Python" in text
-    assert "Python, because no stage has a Spark-native form yet" in text
+    assert "Python stages: user functions and the processors of the DAG run in the Python workers" in text
+    assert "Spark aggregation" not in text  # until lower_aggregations decides
+
+
+def test_spark_aggregates_the_built_in_counting_between_the_two_stages():
+    plan = lower_aggregations(assign_partitions(cut(two_stage_count(), threads=1), 4, {}))
+    (edge,) = plan.stages[0].outputs
+    typed = plan.typed[plan.channel(edge)]
+    assert typed.describe() == "groupBy(key).agg(sum(count))"
+    text = plan.explain()
+    assert "Spark aggregation accumulate -> combine: groupBy(key).agg(sum(count)) in the JVM" in text
+    assert "<- accumulate (partitioned): typed rows, Spark groupBy(key).agg(sum(count))" in text
+    task = plan.task_plan(plan.stages[0], {"cooperative_threads": 1})
+    assert [f.name for f in task.extra] == [f"c{typed.channel}_{n}" for n in ("k_s", "k_i", "g", "a_n")]
+    assert plan.task_plan(plan.stages[1], {"cooperative_threads": 1}).extra == []
+    off = lower_aggregations(assign_partitions(cut(two_stage_count(), threads=1), 4, {}), enabled=False)
+    assert not off.typed and off.python_aggregations == {"combine": "Spark's aggregation is off (spark_aggregation=False)"}
 
 
 def test_a_partitioned_edge_into_a_single_stage_aggregator_is_a_shuffle():

@@ -1,0 +1,90 @@
+"""Spark's progress while a SparkRunner job runs: what the status tracker says of a run's Spark
+jobs, stages and tasks (`jetbench.spark.spark_status`), the terminal bar and the notebook rows
+(`jetbench.notebook.spark_progress`)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from jetbench import Pipeline, sinks, sources
+from jetbench.notebook import progress
+from jetbench.notebook.spark_progress import SparkNotebookReporter, spark_reporter, status_html
+from jetbench.spark.spark_status import SparkRunStatus, SparkStageStatus, SparkStatusSource
+
+from .conftest import ship_by_value
+
+ship_by_value(__name__)
+
+
+def slow(x):
+    time.sleep(0.004)
+    return x
+
+
+@pytest.fixture
+def shown_at_once():
+    saved = (progress.config.enabled, progress.config.delay_s, progress.config.interval_s)
+    progress.configure(enabled=True, delay_s=0.0, interval_s=0.1)
+    yield
+    progress.config.enabled, progress.config.delay_s, progress.config.interval_s = saved
+
+
+def test_the_tracker_gives_the_stages_and_tasks_of_a_tagged_run(spark):
+    sc = spark.sparkContext
+    tag = f"jetbench-test-{uuid.uuid4().hex}"
+    source = SparkStatusSource(sc, tag, "count")
+    sc.addJobTag(tag)
+    try:
+        assert spark.range(0, 1000, 1, 3).repartition(4).count() == 1000
+    finally:
+        sc.removeJobTag(tag)
+    spark.range(10).count()  # another job, untagged: not the run's
+    status = source.read(final=True)
+    assert status.jobs >= 1 and status.status == "done"
+    ran = [s for s in status.stages if not s.skipped]
+    assert ran and all(s.done == s.total and s.running == 0 for s in ran)
+    assert sum(s.total for s in ran) >= 3  # the scan's 3 tasks at least
+    assert status.tasks_done == status.tasks_total
+    text = status.summary()
+    assert text.startswith("Spark count: done") and f"tasks {status.tasks_done}/{status.tasks_total}" in text
+    assert status_html(status).count('class="jb-spark-stage"') == len(status.stages)
+
+
+def test_a_run_shows_a_bar_over_sparks_tasks_on_a_terminal(runner, shown_at_once, capsys):
+    p = Pipeline()
+    p.read_from(sources.items(range(400))).map(slow).write_to(sinks.collect())
+    assert sorted(runner.run(p, progress=True)) == list(range(400))
+    err = capsys.readouterr().err
+    assert "Spark" in err and " tasks" in err and "stages" in err
+    assert "done" in err.splitlines()[-1] or "done" in err  # frozen with its status
+
+
+def test_no_progress_when_turned_off(runner, capsys):
+    p = Pipeline()
+    p.read_from(sources.items(range(50))).map(slow).write_to(sinks.collect())
+    runner.run(p, progress=False)
+    assert "Spark" not in capsys.readouterr().err
+
+
+def test_the_notebook_rows_link_the_spark_ui_on_loopback():
+    status = SparkRunStatus("wordcount", 1.5, [
+        SparkStageStatus(0, "mapInArrow at runner.py:300", 2, 0, 0, 2),
+        SparkStageStatus(1, "toArrow at runner.py:360", 1, 1, 0, 2),
+        SparkStageStatus(2, "skipped one", 0, 0, 0, 2, skipped=True),
+    ], 2, "http://127.0.0.1:4040")
+    page = status_html(status)
+    assert '<a href="http://127.0.0.1:4040" target="_blank" rel="noopener">Spark UI http://127.0.0.1:4040</a>' in page
+    assert page.count('class="jb-spark-stage"') == 3
+    assert "1/2 done, 1 running" in page and "skipped" in page and "2/2 done" in page
+    assert status.summary() == ("Spark wordcount: running 1.5 s · 2 jobs · stages 2/3 done · tasks 3/4 (1 running)"
+                                " · Spark UI http://127.0.0.1:4040")
+
+
+def test_the_reporter_is_where_the_progress_line_would_be(spark, shown_at_once):
+    source = SparkStatusSource(spark.sparkContext, "jetbench-none", "x")
+    assert spark_reporter(source, progress=False) is None
+    assert type(spark_reporter(source, progress=True)).__name__ == "SparkTqdmReporter"
+    assert issubclass(SparkNotebookReporter, type(spark_reporter(source, progress=True)).__mro__[1])
