@@ -84,6 +84,7 @@ def _lazy_view(module: str, attribute: str) -> Any:
 register_view("dashboard", _lazy_view("jetbench.notebook", "Dashboard"))
 register_view("plot_metrics", _lazy_view("jetbench.notebook.plots", "plot_metrics"))
 register_view("metrics_frame", _lazy_view("jetbench.frames", "job_metrics_frame"))
+register_view("spark_progress", _lazy_view("jetbench.notebook.spark_progress", "spark_reporter"))
 
 
 def _wait(job: Job, wait: Callable[[float | None], bool], timeout: float | None, progress: bool | None) -> bool:
