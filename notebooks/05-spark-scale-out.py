@@ -78,13 +78,32 @@ corpus.limit(5).toPandas()
 # The word count of Jet's reference manual, as the package ships it
 # (`jetbench.wordcount.wordcount_pipeline`, also in notebook 01), reading that DataFrame. On the local executor the flat_map and
 # filter fuse and the count runs in two stages; on Spark the accumulating stage runs next to
-# the source in every partition, and only the partial counts cross the shuffle.
+# the source in every partition, and only the partial counts leave it: as typed columns
+# (the word a `string`, its count a `bigint`) that **Spark's own aggregation** combines,
+# `groupBy(word).agg(sum(count))` in the JVM with its own shuffle. `explain()` says which
+# stages run in Python, which aggregation runs in Spark and why, and prints Spark's physical
+# plan (`HashAggregate`, `Exchange`, the stages' `MapInArrow`).
 
 # %%
 wordcount = wordcount_pipeline(sources.dataframe(corpus, columns=["line"], as_="value"))
 runner = SparkRunner(spark)
 print(runner.explain(wordcount))
 wordcount
+
+# %% [markdown]
+# While a Spark job runs, `run()` shows Spark's own progress: its jobs, and a row per Spark
+# stage with its tasks done, running and in all (from Spark's status tracker), and a link to
+# the Spark UI when the session runs one (`session(ui=True)`, bound to 127.0.0.1). Here it is
+# asked for explicitly (`progress=True`) and shown from the start; by default it appears once
+# a job has run half a second.
+
+# %%
+from jetbench.notebook import progress
+
+progress.configure(delay_s=0)
+counts = runner.run(wordcount, progress=True)
+progress.configure(delay_s=0.5)
+print(f"{len(counts):,} distinct words")
 
 
 # %%
