@@ -56,6 +56,7 @@ __all__ = [
     "TypedOutlet",
     "TypedRows",
     "chunks",
+    "flushed",
     "items_of",
     "partition_of",
     "run_stage",
@@ -547,6 +548,15 @@ class StageFunction:
         return to_batches(run_stage(plan, partition, batches), extra=plan.extra)
 
 
+def flushed(outlet: Outlet, lists: Iterator[list[Any]]) -> Iterator[Row]:
+    """The rows of ``outlet`` fed ``lists`` of items, sent on whenever it holds ``CHUNK * 16`` items."""
+    for items in lists:
+        outlet.add(items)
+        if sum(len(xs) for xs in outlet.by_target.values()) >= CHUNK * 16:
+            yield from outlet.rows()
+    yield from outlet.rows()
+
+
 class SourceFunction:
     """The ``mapInArrow`` function that reads a DataFrame/parquet source straight into rows of
     one cut edge (``channel``), tagged for a shuffle by ``tagger`` (or not, for a Spark sink)."""
@@ -558,17 +568,8 @@ class SourceFunction:
         self.partitions = partitions
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        outlet = Outlet(self.channel, self.tagger)
         partition, batches = partition_of(batches, self.partitions)
-
-        def rows() -> Iterator[Row]:
-            for items in self.reader.read_partition(partition, batches):
-                outlet.add(items)
-                if sum(len(xs) for xs in outlet.by_target.values()) >= CHUNK * 16:
-                    yield from outlet.rows()
-            yield from outlet.rows()
-
-        return to_batches(rows())
+        return to_batches(flushed(Outlet(self.channel, self.tagger), self.reader.read_partition(partition, batches)))
 
 
 class AccumulatorRows:
@@ -581,16 +582,7 @@ class AccumulatorRows:
         self.tagger = tagger
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        outlet = Outlet(self.typed.channel, self.tagger)
-
-        def rows() -> Iterator[Row]:
-            for batch in batches:
-                outlet.add(self.typed.decode(batch))
-                if sum(len(xs) for xs in outlet.by_target.values()) >= CHUNK * 16:
-                    yield from outlet.rows()
-            yield from outlet.rows()
-
-        return to_batches(rows())
+        return to_batches(flushed(Outlet(self.typed.channel, self.tagger), map(self.typed.decode, batches)))
 
 
 def items_of(rows: Iterator[Any]) -> Iterator[Any]:
