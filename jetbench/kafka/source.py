@@ -34,6 +34,8 @@ from .partition_watermarks import PartitionWatermarks
 BATCH = 2048
 #: how long one call waits for records (a blocking processor returns about this often)
 POLL_S = 0.1
+#: how often the lag's high watermarks are refreshed from the consumer's cache
+HIGH_OFFSETS_EVERY_S = 0.5
 _KIND = "KafkaSourceP"
 _OFFSET_TAG = "KafkaSourceP.offset"
 
@@ -74,6 +76,8 @@ class KafkaSourceP(EmittingProcessor):
         self.records_read = 0
         #: per partition, the broker's high watermark last seen (for the lag)
         self.high_offsets: dict[tuple[str, int], int] = {}
+        self._high_at = -math.inf
+        self._assigned: list[Any] = []  # the TopicPartitions assigned
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
@@ -110,6 +114,7 @@ class KafkaSourceP(EmittingProcessor):
         default = OFFSET_END if self.start == "latest" else OFFSET_BEGINNING
         consumer.assign([TopicPartition(t, p, self._next.get((t, p), starts.get((t, p), default)))
                          for t, p in self._mine])
+        self._assigned = [TopicPartition(t, p) for t, p in self._mine]
         return consumer
 
     def complete(self) -> bool:
@@ -163,7 +168,18 @@ class KafkaSourceP(EmittingProcessor):
         if items:
             emitter.emit_stamped(stamps, items)
         self._poll_watermarks()
+        if now - self._high_at >= HIGH_OFFSETS_EVERY_S:
+            self._refresh_high_offsets(now)
         return self.bounded and len(self._ended) == len(self._mine) and not emitter.pending
+
+    def _refresh_high_offsets(self, now: float) -> None:
+        """The partitions' high watermarks as the last fetches reported them (no request)."""
+        self._high_at = now
+        consumer = self._consumer
+        for tp in self._assigned:
+            _, high = consumer.get_watermark_offsets(tp, cached=True)
+            if high >= 0:
+                self.high_offsets[(tp.topic, tp.partition)] = high
 
     def _offer_watermark(self, wm: Watermark) -> None:
         # a non-cooperative source's outbox blocks rather than refuse (jetbench.core.processor)
@@ -230,8 +246,24 @@ class KafkaSourceP(EmittingProcessor):
                     self._wm.restore(self._index[tp], part_wm, min(lasts) if lasts else None)
 
     def metrics(self) -> dict[str, int]:
-        lag = sum(max(0, high - self._next.get(tp, high)) for tp, high in self.high_offsets.items())
-        return {"records_read": self.records_read, "partitions": len(self._mine), "lag": lag}
+        """``records_read``, ``partitions``, the total ``lag`` (records between the offset read and
+        the high watermark), and per partition ``offset``, ``high``, ``lag`` and ``watermark``
+        (``"lag topic[2]"``...) as far as known."""
+        out = {"records_read": self.records_read, "partitions": len(self._mine), "lag": 0}
+        wm = self._wm
+        for tp in self._mine:
+            name = f"{tp[0]}[{tp[1]}]"
+            offset, high = self._next.get(tp), self.high_offsets.get(tp)
+            if offset is not None:
+                out[f"offset {name}"] = offset
+            if high is not None:
+                out[f"high {name}"] = high
+                lag = max(0, high - (offset or 0))
+                out[f"lag {name}"] = lag
+                out["lag"] += lag
+            if wm is not None and wm.state(self._index[tp]) != -math.inf:
+                out[f"watermark {name}"] = int(wm.state(self._index[tp]))
+        return out
 
     def close(self) -> None:
         consumer, self._consumer = self._consumer, None

@@ -79,9 +79,13 @@ def test_without_the_idle_timeout_an_empty_partition_holds_the_watermark(bootstr
         assert records_read(job) == 100
         time.sleep(1.5)  # longer than the idle timeout of the test above
         got = list(seen)
+        source = [t.processor_metrics for t in job.metrics().tasklets if "records_read" in t.processor_metrics][0]
     finally:
         job.cancel()
     assert got == []
+    # the lag per partition: read to the end; partition 0's highest timestamp 10800, floored
+    assert source["lag"] == 0 and source[f"offset {topic}[0]"] == source[f"high {topic}[0]"] == 50, source
+    assert source[f"high {topic}[2]"] == 0 and source[f"watermark {topic}[0]"] == 10_000, source
 
 
 def records_read(job) -> int:
