@@ -30,6 +30,7 @@ from .core import (
     JobMetrics,
     JobStatus,
     JobTimeout,
+    MockClock,
     Outbox,
     Processor,
     ProcessorContext,
@@ -39,7 +40,8 @@ from .core import (
     Watermark,
 )
 from .core.errors import register_location_label
-from .core.job import register_view, register_waiter
+from .core.job import register_waiter
+from .core.views import register_view
 from .pipeline import Pipeline, PipelineError
 from .processors.builder_kind import BuilderError
 from .processors.window_definition import WindowResult
@@ -82,6 +84,7 @@ def _lazy_view(module: str, attribute: str) -> Any:
 
 
 register_view("dashboard", _lazy_view("jetbench.notebook", "Dashboard"))
+register_view("timeline", _lazy_view("jetbench.notebook.timeline", "timeline"))
 register_view("plot_metrics", _lazy_view("jetbench.notebook.plots", "plot_metrics"))
 register_view("metrics_frame", _lazy_view("jetbench.frames", "job_metrics_frame"))
 register_view("spark_progress", _lazy_view("jetbench.notebook.spark_progress", "spark_reporter"))
@@ -132,6 +135,7 @@ __all__ = [
     "JobMetrics",
     "JobStatus",
     "JobTimeout",
+    "MockClock",
     "Outbox",
     "Pipeline",
     "PipelineError",

@@ -6,6 +6,8 @@
 #   builder.css  React Flow's stylesheet followed by widgets/src/builder/builder.css
 #   dashboard.*  widgets/src/dashboard.{js,css}: no dependencies, syntax-checked and copied
 #   progress.*   widgets/src/progress.{js,css}: the progress line of run()/join(), the same way
+#   timeline*    widgets/src/timeline_view.js (the drawing the Timeline widget and the dashboard's
+#                Timeline tab share; the package puts it in front of each), timeline.{js,css}: the same way
 #
 # The npm packages come from widgets/package-lock.json: `npm ci` runs only when node_modules is
 # missing or the lock file changed (sha256 stamp in node_modules/). The bundle is rebuilt only
@@ -65,7 +67,8 @@ fi
 # ------------------------------------------------------------------ dashboard: copy
 
 changed=0
-for f in "$SRC"/dashboard.js "$SRC"/dashboard.css "$SRC"/progress.js "$SRC"/progress.css; do
+for f in "$SRC"/dashboard.js "$SRC"/dashboard.css "$SRC"/progress.js "$SRC"/progress.css \
+         "$SRC"/timeline_view.js "$SRC"/timeline.js "$SRC"/timeline.css; do
     [[ -e "$f" ]] || continue
     name="$(basename "$f")"
     if [[ "$f" == *.js ]]; then

@@ -61,7 +61,9 @@ class ExecutionService:
     jobs and processors read the time from and sleep on: the real clock unless a test passes a
     `jetbench.core.clock.MockClock`), ``trace`` (record every tasklet call and every park of each
     worker of each job into a ring of ``trace_capacity`` events per worker, read by ``job.trace()``:
-    `jetbench.core.trace`; off by default, and then it costs nothing).
+    `jetbench.core.trace`; off by default, and then it costs nothing), ``step`` (step mode, for teaching:
+    every job records and runs one round per worker at each ``job.step()``, nothing in between;
+    ``job.join()`` lets it run freely: `jetbench.core.stepping`; meant for a `MockClock`).
     """
 
     def __init__(
@@ -80,6 +82,7 @@ class ExecutionService:
         noncooperative_idle: str = "timer",
         trace: bool = False,
         trace_capacity: int = DEFAULT_TRACE_CAPACITY,
+        step: bool = False,
     ):
         if isinstance(cooperative_threads, bool) or not isinstance(cooperative_threads, int) or cooperative_threads < 1:
             raise JetbenchError(f"cooperative_threads must be an int >= 1, got {cooperative_threads!r}")
@@ -97,8 +100,12 @@ class ExecutionService:
         self.clock = clock
         if not isinstance(trace, bool):
             raise JetbenchError(f"trace must be True or False, got {trace!r}")
+        if not isinstance(step, bool):
+            raise JetbenchError(f"step must be True or False, got {step!r}")
+        #: step mode: each job's workers run one round per ``job.step()`` (and record it)
+        self.step = step
         #: events per worker of each job's trace ring; 0 when not tracing
-        self.trace_capacity = check_capacity("trace_capacity", trace_capacity) if trace else 0
+        self.trace_capacity = check_capacity("trace_capacity", trace_capacity) if trace or step else 0
         self._cursor = 0
         self._lock = threading.Lock()
         self._running: weakref.WeakSet[Job] = weakref.WeakSet()
@@ -174,6 +181,15 @@ class ExecutionService:
         job._start(workers, plan.result)
         if self.metrics_interval_s:
             job.sampler = MetricsSampler(job, self.metrics_interval_s)
+        if self.step and not job.runs_freely:  # nothing runs until the first job.step()
+            from .stepping import Stepper
+
+            stepper = Stepper(job, workers, lambda: _start_threads(job, workers))
+            for w in workers:
+                w.gate = stepper
+            job.stepper = stepper
+            job._stepper_ready.set()
+            return
         _start_threads(job, workers)
 
     def _submit_fault_tolerant(self, dag: DAG, name: str, config: JobConfig) -> Job:

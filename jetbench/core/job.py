@@ -34,20 +34,12 @@ from .trace import (
     check_capacity,
     lane_of,
 )
-
-#: Views of a job provided by higher layers (e.g. the notebook dashboard), registered by name so
-#: that the engine never imports them: ``register_view("dashboard", factory)``.
-_VIEWS: dict[str, Callable[..., Any]] = {}
+from .views import view
 
 #: How long an interrupted wait (`Job.join`, `ExecutionService.run`) waits for the cancelled
 #: job's threads to end before letting the interrupt go on: cooperative workers leave within a
 #: round; only a processor call that does not return can hold one longer.
 STOP_GRACE_S = 5.0
-
-
-def register_view(name: str, factory: Callable[..., Any]) -> None:
-    """Make ``factory(job, **kwargs)`` available as ``job.<name>(**kwargs)`` helpers use."""
-    _VIEWS[name] = factory
 
 
 #: How `Job.join` waits, when a higher layer registered a way (the notebook layer does: inside a
@@ -62,13 +54,6 @@ _WAITER: list[Waiter] = []
 def register_waiter(waiter: Waiter | None) -> None:
     """Make ``waiter`` the way `Job.join` waits (None: back to a plain wait)."""
     _WAITER[:] = [] if waiter is None else [waiter]
-
-
-def _view(name: str) -> Callable[..., Any]:
-    try:
-        return _VIEWS[name]
-    except KeyError:
-        raise JetbenchError(f"no {name!r} view is registered; import jetbench (not only jetbench.core)") from None
 
 
 class JobWorker(TracedWorker, Protocol):
@@ -142,6 +127,12 @@ class Job:
         self.service: Any = None
         #: a MetricsSampler recording this job's metrics over time, if one was asked for
         self.sampler: MetricsSampler | None = None
+        #: step mode only: the gate its workers wait at (`jetbench.core.stepping.Stepper`; typed
+        #: loosely because that module imports this one)
+        self.stepper: Any = None
+        self._stepper_ready = threading.Event()
+        #: step mode: join() or a failure let the job run freely (a restart's workers too)
+        self.runs_freely = False
 
     # -- public --------------------------------------------------------------------------------
 
@@ -179,6 +170,9 @@ class Job:
         `STOP_GRACE_S`) before the exception goes on: no job outlives the wait for it. A
         `JobTimeout` leaves the job running: the caller holds its handle.
         """
+        self.runs_freely = True
+        if self.stepper is not None:  # step mode: from now on the job runs freely
+            self.stepper.run_free()
         try:
             finished = _WAITER[0](self, self._done.wait, timeout, progress) if _WAITER else self._done.wait(timeout)
             if finished:
@@ -290,17 +284,34 @@ class Job:
         return Trace(self.name, [Lane(lane.worker, lane.kind, tuple(e for e in lane.events if e.start_ns >= since),
                                       lane.capacity, lane.dropped) for lane in lanes])
 
+    def step(self) -> Any:
+        """Step mode (``ExecutionService(step=True)``): run one round on every worker, one worker
+        after the other, and return what each tasklet did (`jetbench.core.stepping.StepReport`)."""
+        if self.stepper is None and getattr(self.service, "step", False):
+            # a job with a guarantee starts its workers on its snapshot coordinator's thread
+            self._stepper_ready.wait(STOP_GRACE_S)
+        if self.stepper is None:
+            raise JetbenchError(f"job.step(): job {self.name!r} was not submitted in step mode; submit it on "
+                                "ExecutionService(step=True, clock=MockClock()) to run it round by round")
+        return self.stepper.step()
+
+    def timeline(self, **kwargs: Any) -> Any:
+        """The notebook timeline of this job's workers (`jetbench.notebook.timeline.Timeline`): live
+        over a sliding window while the job runs (recording from now on if it was not), the whole
+        recording once it has ended (which needs ``ExecutionService(trace=True)``)."""
+        return view("timeline")(self, **kwargs)
+
     def dashboard(self, **kwargs: Any) -> Any:
         """The live notebook dashboard of this job (``jetbench.notebook.Dashboard``)."""
-        return _view("dashboard")(self, **kwargs)
+        return view("dashboard")(self, **kwargs)
 
     def metrics_frame(self, **kwargs: Any) -> Any:
         """The recorded metrics as a pandas DataFrame (see ``jetbench.frames``)."""
-        return _view("metrics_frame")(self, **kwargs)
+        return view("metrics_frame")(self, **kwargs)
 
     def plot_metrics(self, **kwargs: Any) -> Any:
         """A matplotlib figure of the recorded metrics, for when no live front end exists."""
-        return _view("plot_metrics")(self, **kwargs)
+        return view("plot_metrics")(self, **kwargs)
 
     def add_done_listener(self, fn: Callable[[Job], None]) -> None:
         """Call ``fn(job)`` once the job has ended (at once if it already has)."""
@@ -339,6 +350,9 @@ class Job:
             self._failure = error
             self._status = status
             self.terminating = True
+            self.runs_freely = True
+        if self.stepper is not None:  # step mode: no worker stays at its gate, none waits to start
+            self.stepper.run_free()
 
     def _start(self, workers: Sequence[JobWorker], result_fn: Callable[[], Any]) -> None:
         self.workers = list(workers)

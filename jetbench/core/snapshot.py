@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
@@ -458,8 +458,29 @@ class FaultTolerantJob(Job):
                 self._forget_snapshots()
                 Job._finish(self)
 
+    def request_snapshot(self, timeout: float | None = 30.0) -> int:
+        """Start a snapshot now and return its id, without waiting for it to be taken: what a
+        walkthrough in step mode (``ExecutionService(step=True)``) needs, since there the snapshot
+        only goes on as ``job.step()`` runs rounds. Waits only for the coordinator to start it."""
+        ok, wanted, coordinator = self._ask_for_snapshot(
+            "asks for a snapshot", lambda c, wanted: c.requested_id > wanted, timeout)
+        if not ok or coordinator.requested_id <= wanted:
+            raise JetbenchError(f"job {self.name!r}: request_snapshot(): no snapshot started "
+                                f"({'timed out' if not ok else 'the execution ended first'})")
+        return coordinator.requested_id
+
     def _snapshot_now(self, what: str, action: str, timeout: float | None) -> None:
         """Ask for a snapshot and wait (at most ``timeout`` s) until it is in the store."""
+        ok, wanted, _ = self._ask_for_snapshot(action, lambda _c, wanted: self._stored_id > wanted, timeout)
+        if not ok or self._stored_id <= wanted:
+            raise JetbenchError(f"job {self.name!r}: no snapshot was stored {what} "
+                                f"({'timed out' if not ok else 'the execution ended first'})")
+
+    def _ask_for_snapshot(self, action: str, reached: Callable[[SnapshotCoordinator, int], bool],
+                          timeout: float | None) -> tuple[bool, int, SnapshotCoordinator]:
+        """Ask the coordinator of this running job for a snapshot and wait (at most ``timeout`` s)
+        until ``reached(coordinator, the last id asked for before)``, the execution ends or
+        restarts; ``(whether that came, that id, the coordinator)``."""
         if not self.config.snapshots:
             raise JetbenchError(f"job {self.name!r} takes no snapshots (processing_guarantee='none'); only a job "
                                 f"with a processing guarantee {action}")
@@ -471,11 +492,9 @@ class FaultTolerantJob(Job):
             wanted = coordinator.requested_id
             self._export_wanted = max(self._export_wanted, wanted + 1)
             coordinator.cond.notify_all()
-            ok = coordinator.cond.wait_for(lambda: self._stored_id > wanted or self._execution_over.is_set()
+            ok = coordinator.cond.wait_for(lambda: reached(coordinator, wanted) or self._execution_over.is_set()
                                            or self._coordinator is not coordinator, timeout)
-        if not ok or self._stored_id <= wanted:
-            raise JetbenchError(f"job {self.name!r}: no snapshot was stored {what} "
-                                f"({'timed out' if not ok else 'the execution ended first'})")
+        return ok, wanted, coordinator
 
     def _new_coordinator_thread(self) -> threading.Thread:
         return threading.Thread(target=self._coordinate, name=f"jetbench.{self.name}.coordinator", daemon=True)
@@ -506,6 +525,8 @@ class FaultTolerantJob(Job):
                     return
                 self._execution_failure = error  # this execution ends; the coordinator decides
                 self.terminating = True
+            if self.stepper is not None:  # step mode: no worker of this execution stays at its gate
+                self.stepper.wake()
         else:
             super()._fail(error, status)
         self._notify()

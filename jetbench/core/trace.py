@@ -13,8 +13,10 @@ What is recorded, per worker:
   the items it took in (from its queues) and put out (to its queues), and the state it moved to
   (snapshot phases among them: ``SAVE_SNAPSHOT``, ``EMIT_BARRIER``, ...);
 * each **park** of the worker's idler: the strategy, the time it asked for and the time it took,
-  and whether a wake (another thread handing it work) cut it short. Waits inside a call (a
-  non-cooperative tasklet's blocking outbox) are part of that call's time.
+  and whether a wake (another thread handing it work) cut it short; also the parks inside a call
+  (``in_call``: a non-cooperative tasklet's blocking outbox waiting for room downstream), which
+  lie within that call's time and come before it in the worker's events (a call is recorded when
+  it returns).
 
 **Memory.** A ring holds at most ``trace_capacity`` events (`DEFAULT_TRACE_CAPACITY`, 65,536, unless
 ``ExecutionService(trace_capacity=...)`` or ``job.trace(capacity=...)`` says otherwise) per
@@ -23,9 +25,9 @@ measured on a full ring; tests/core/test_trace.py holds it under `BYTES_PER_EVEN
 events are about 10 MB per worker at most, about 6 s of a 10-tasklet worker calling 10,000 times
 a second.
 
-What comes next (issue 34): the notebook's timeline (``job.timeline()``, a lane per worker drawn
-from these events, live over a sliding window) and the step mode (``job.step()`` on the mock clock,
-one round per worker) read the same rings.
+The notebook's timeline (``job.timeline()`` or ``trace.timeline()``: `jetbench.notebook.timeline`,
+a lane per worker, live over a sliding window while the job runs) reads the same rings, a
+`RingReader` per worker converting only what was appended since its last read.
 
 A `Trace` is a copy of the rings taken when it was asked for: `Trace.events` (one `TraceEvent`
 per call or park, per worker in order), `Trace.export` (Chrome's trace-event JSON, which
@@ -64,6 +66,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import JetbenchError
+from .views import view
 
 if TYPE_CHECKING:
     import threading
@@ -117,8 +120,9 @@ class TraceEvent:
     A call has ``tasklet`` (``"vertex#index"``), ``vertex``, ``progress``, ``done``,
     ``items_in``, ``items_out`` and ``state`` (the state it moved to); a park has ``strategy``,
     ``asked_ns`` (what the idler asked to sleep), ``idle_round`` (the consecutive idle round, 0
-    for a paced park after a productive round) and ``woken`` (a wake cut it short). The other
-    fields are None.
+    for a paced park after a productive round; inside a call, the round of the outbox's wait),
+    ``woken`` (a wake cut it short) and ``in_call`` (the blocking outbox waited for room: the park
+    lies within the call recorded next). The other fields are None.
     """
 
     worker: str
@@ -136,6 +140,7 @@ class TraceEvent:
     asked_ns: int | None = None
     idle_round: int | None = None
     woken: bool | None = None
+    in_call: bool | None = None
 
     @property
     def duration_ns(self) -> int:
@@ -145,7 +150,7 @@ class TraceEvent:
 
 #: `Trace.frame`'s columns, in order
 FRAME_COLUMNS = ("worker", "kind", "start_ns", "end_ns", "duration_ns", "tasklet", "vertex", "progress",
-                 "done", "items_in", "items_out", "state", "strategy", "asked_ns", "idle_round", "woken")
+                 "done", "items_in", "items_out", "state", "strategy", "asked_ns", "idle_round", "woken", "in_call")
 
 
 @dataclass(frozen=True)
@@ -159,20 +164,92 @@ class Lane:
     dropped: int
 
 
+def _start(e: TraceEvent) -> int:
+    return e.start_ns
+
+
 def _state_names() -> dict[str, str]:
     from . import tasklet
 
     return {step: state.name for step, state in tasklet._STATE_OF_STEP.items()}
 
 
-def _event(worker: str, entry: tuple[Any, ...], states: dict[str, str]) -> TraceEvent:
-    start, end, t, a, b, c, d = entry
-    if t is None:
-        return TraceEvent(worker, "park", start, end, strategy=d, asked_ns=a, idle_round=b, woken=bool(c))
-    step_name = getattr(d, "__name__", "")
-    return TraceEvent(worker, "call", start, end, tasklet=f"{t.vertex_name}#{t.index}", vertex=t.vertex_name,
-                      progress=bool(a & 1), done=bool(a & 2), items_in=b, items_out=c,
-                      state=states.get(step_name, step_name))
+class _Converter:
+    """Turns a worker's ring entries into `TraceEvent`s, fast: the names of each tasklet and step
+    are looked up once, and each event is made without the frozen dataclass's field-by-field
+    ``__init__`` (its fields go into its ``__dict__`` at once; the fields left out keep their
+    defaults, which the class holds). A live view converts every entry it shows."""
+
+    def __init__(self, worker: str):
+        self.worker = worker
+        self.states = _state_names()
+        self.tasklets: dict[int, tuple[str, str, Any]] = {}  # id -> (name, vertex, the tasklet: kept alive)
+
+    def __call__(self, entry: tuple[Any, ...]) -> TraceEvent:
+        start, end, t, a, b, c, d = entry
+        e = _new_event(TraceEvent)
+        if t is None:
+            e.__dict__.update(worker=self.worker, kind="park", start_ns=start, end_ns=end, strategy=d, asked_ns=a,
+                              idle_round=b, woken=bool(c & 1), in_call=bool(c & 2))
+            return e
+        names = self.tasklets.get(id(t))
+        if names is None:
+            names = self.tasklets[id(t)] = (f"{t.vertex_name}#{t.index}", t.vertex_name, t)
+        step_name = getattr(d, "__name__", "")
+        e.__dict__.update(worker=self.worker, kind="call", start_ns=start, end_ns=end, tasklet=names[0],
+                          vertex=names[1], progress=bool(a & 1), done=bool(a & 2), items_in=b, items_out=c,
+                          state=self.states.get(step_name, step_name))
+        return e
+
+
+_new_event = object.__new__
+
+
+class RingReader:
+    """Reads one worker's ring again and again (a live view's ticks), converting only the entries
+    appended since the previous read: a tick costs what was recorded since the last one, not the
+    ring's size. Entries are told apart by identity (each is a tuple of its own), so a reader
+    never counts one twice; entries that dropped out of the ring between two reads are lost to it
+    (`lost` counts the reads that found the previous newest entry gone, `missed` the entries)."""
+
+    def __init__(self, worker: TracedWorker):
+        self.worker = worker
+        self._ring: deque[Any] | None = None
+        self._last: object = None
+        self._written = 0
+        self._convert: _Converter | None = None
+        self.lost = 0
+        #: events that dropped out of the ring before a read could take them (counted by the
+        #: worker's `trace_written`)
+        self.missed = 0
+
+    def read(self) -> list[TraceEvent]:
+        """The events recorded since the previous read, oldest first ([] while not recording)."""
+        ring = self.worker.trace_events
+        if ring is None:
+            return []
+        entries = list(ring)  # one C-level copy: the worker's thread cannot append in between
+        written = self.worker.trace_written
+        if ring is not self._ring:  # recording (re)started: a fresh ring
+            self._ring, self._last, self._written = ring, None, 0
+        start = 0
+        last = self._last
+        if last is not None:
+            for k in range(len(entries) - 1, -1, -1):
+                if entries[k] is last:
+                    start = k + 1
+                    break
+            else:
+                self.lost += 1
+                self.missed += max(0, written - self._written - len(entries))
+        elif written > len(entries):  # the first read of a ring that dropped already
+            self.missed += written - len(entries)
+        self._written = written
+        if entries:
+            self._last = entries[-1]
+        if self._convert is None:
+            self._convert = _Converter(self.worker.thread.name)
+        return list(map(self._convert, entries[start:]))
 
 
 def lane_of(worker: TracedWorker) -> Lane | None:
@@ -182,10 +259,8 @@ def lane_of(worker: TracedWorker) -> Lane | None:
         return None
     written = worker.trace_written
     entries = list(ring)  # one C-level copy: the worker's thread cannot append in between
-    states = _state_names()
-    name = worker.thread.name
-    events = tuple(_event(name, e, states) for e in entries)
-    return Lane(name, worker.kind, events, ring.maxlen or len(entries), max(0, written - len(entries)))
+    events = tuple(map(_Converter(worker.thread.name), entries))
+    return Lane(worker.thread.name, worker.kind, events, ring.maxlen or len(entries), max(0, written - len(entries)))
 
 
 class Trace:
@@ -234,7 +309,8 @@ class Trace:
         for tid, lane in enumerate(self.lanes, start=1):
             out.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": lane.worker}})
             out.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid, "args": {"sort_index": tid}})
-            for e in lane.events:
+            # in time order: a park inside a call was recorded before the call that holds it
+            for e in sorted(lane.events, key=_start):
                 ts = (e.start_ns - origin) / 1000
                 dur = e.duration_ns / 1000
                 if e.kind == "call":
@@ -245,8 +321,10 @@ class Trace:
                                 "tid": tid, "args": args})
                 else:
                     args = {"strategy": e.strategy, "asked_us": (e.asked_ns or 0) / 1000, "slept_us": dur,
-                            "idle_round": e.idle_round, "woken": e.woken}
-                    out.append({"name": f"park {(e.asked_ns or 0) / 1000:g} us", "cat": "park", "ph": "X",
+                            "idle_round": e.idle_round, "woken": e.woken, "in_call": e.in_call}
+                    what = "waits for room" if e.in_call else "park"
+                    out.append({"name": f"{what} {(e.asked_ns or 0) / 1000:g} us",
+                                "cat": "park,outbox" if e.in_call else "park", "ph": "X",
                                 "ts": ts, "dur": dur, "pid": 1, "tid": tid, "args": args})
         other = {"job": self.job_name, "dropped": {lane.worker: lane.dropped for lane in self.lanes}}
         return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": other}
@@ -267,9 +345,14 @@ class Trace:
         import pandas
 
         rows = [(e.worker, e.kind, e.start_ns, e.end_ns, e.duration_ns, e.tasklet, e.vertex, e.progress, e.done,
-                 e.items_in, e.items_out, e.state, e.strategy, e.asked_ns, e.idle_round, e.woken)
+                 e.items_in, e.items_out, e.state, e.strategy, e.asked_ns, e.idle_round, e.woken, e.in_call)
                 for e in self.events]
         return pandas.DataFrame.from_records(rows, columns=list(FRAME_COLUMNS))
+
+    def timeline(self, **kwargs: Any) -> Any:
+        """This trace drawn in the notebook: a lane per worker, zoom and pan
+        (`jetbench.notebook.timeline.Timeline`)."""
+        return view("timeline")(self, **kwargs)
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{lane.worker}: {len(lane.events):,}" for lane in self.lanes)

@@ -16,6 +16,10 @@ drop out; `Worker.trace_written` counts every event, so the dropped ones are cou
 the worker's own thread appends; readers copy the deque. The round loop picks the traced or the
 plain call once per round (one attribute test a round, never one per call), so a worker without a
 trace runs the same calls as before.
+
+Step mode (`jetbench.core.stepping`): a worker of a job submitted with ``ExecutionService(step=True)``
+records, and has a `Worker.gate`; on its traced path it waits at the gate before each round until
+``job.step()`` lets it run one, so a worker without a gate (every other job) pays nothing for it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import ClassVar
+from typing import ClassVar, Final, Protocol
 
 from .clock import SYSTEM_CLOCK, Clock
 from .idle import IdleConfig, Idler, make_idler
@@ -33,8 +37,24 @@ from .tasklet import DONE_STATE, ProcessorTasklet, TaskletAborted
 
 #: One traced event (see `jetbench.core.trace`, which reads them):
 #: a call ``(start_ns, end_ns, tasklet, result bits, items in, items out, the step it runs next)``;
-#: a park ``(start_ns, end_ns, None, asked ns, idle round (0: paced after progress), woken 0/1, strategy)``
+#: a park ``(start_ns, end_ns, None, asked ns, idle round (0: paced after progress), woken 0/1, strategy)``,
+#: or ``IN_CALL`` for woken: a park inside a call, the blocking outbox waiting for room (recorded
+#: before the call that holds it, which is recorded when it returns)
 TraceEntry = tuple[int, int, ProcessorTasklet | None, int, int, int, object]
+IN_CALL: Final = 2
+
+
+class Gate(Protocol):
+    """Where a worker of a job in step mode waits for its turn (`jetbench.core.stepping.Stepper`)."""
+
+    def wait_turn(self, worker: Worker) -> None:
+        """Before each round: the previous one is over; return when this worker may run the next."""
+
+    def waiting_for_room(self, worker: Worker, waiting: bool) -> None:
+        """The worker's blocking outbox waits for room (True), or has found it (False), mid-round."""
+
+    def left(self, worker: Worker) -> None:
+        """The worker's thread ends."""
 
 
 def _thread_cpu_s(thread: threading.Thread | None) -> float | None:
@@ -73,6 +93,8 @@ class Worker:
         self.trace_events: deque[TraceEntry] | None = deque(maxlen=trace_capacity) if trace_capacity > 0 else None
         #: events appended to `trace_events` since it was made (those beyond its length were dropped)
         self.trace_written = 0
+        #: step mode only (with a trace): where it waits before each round
+        self.gate: Gate | None = None
 
     def start_trace(self, capacity: int) -> None:
         """Record from this worker's next round into a fresh ring of ``capacity`` events."""
@@ -111,6 +133,8 @@ class Worker:
             self._abort_all()
         finally:
             self.final_cpu_s = time.thread_time()
+            if self.gate is not None:
+                self.gate.left(self)
             self.job._worker_exited()
 
     def run(self) -> None:
@@ -222,7 +246,14 @@ class CooperativeWorker(Worker):
             progress = False
             finished: list[ProcessorTasklet] | None = None  # to dismiss after the round
             self._last_ns = 0  # the round's first call reads the clock afresh
-            call = plain if self.trace_events is None else traced  # once a round, never per call
+            if self.trace_events is None:  # once a round, never per call
+                call = plain
+            else:
+                call = traced
+                if self.gate is not None:  # step mode: one round per job.step()
+                    self.gate.wait_turn(self)
+                    if job.terminating:
+                        continue
             for t in tasklets:
                 if stealing is not None and t.steal_to is not None:
                     if finished is None:
@@ -281,7 +312,14 @@ class BlockingWorker(Worker):
         idle_round = 0
         while not job.terminating:
             self._last_ns = 0  # one tasklet: every call reads the clock afresh (idling comes between)
-            r = self._call(t) if self.trace_events is None else self._traced_call(t)
+            if self.trace_events is None:
+                r = self._call(t)
+            else:
+                if self.gate is not None:  # step mode: one round per job.step()
+                    self.gate.wait_turn(self)
+                    if job.terminating:
+                        break
+                r = self._traced_call(t)
             self.iteration_count += 1
             if r & DONE_STATE:
                 self.tasklets.clear()
@@ -302,11 +340,25 @@ class BlockingWorker(Worker):
     def wait_for_room(self, t: ProcessorTasklet) -> None:
         """Blocking-outbox wait: flush; if nothing moved, idle; leave if the job is torn down."""
         idle_round = 0
+        gate = self.gate
         while not t._flush():
             if self.job.terminating:
                 raise TaskletAborted()
+            if idle_round == 0 and gate is not None:
+                gate.waiting_for_room(self, True)
             idle_round += 1
-            self.idler.back_off(idle_round)
+            events = self.trace_events
+            if events is None:
+                self.idler.back_off(idle_round)
+            else:  # traced: the park inside the call (its woken field says so: IN_CALL)
+                idler = self.idler
+                asked = idler.parked_ns
+                t0 = self._now_ns()
+                idler.back_off(idle_round)
+                events.append((t0, self._now_ns(), None, idler.parked_ns - asked, idle_round, IN_CALL, idler.name))
+                self.trace_written += 1
+        if idle_round and gate is not None:
+            gate.waiting_for_room(self, False)
 
     def wake_on_input(self) -> None:
         """Have the producers of this worker's tasklet wake it on each offer (timer idler only)."""

@@ -12,6 +12,10 @@ has one, cancel through ``job.cancel()``, suspend and resume (a job with a proce
 through ``job.suspend()`` / ``job.resume()``. Such a job's state also carries its snapshot
 figures (last snapshot id, age, duration, size; snapshots taken; restarts) and, while a snapshot
 is in flight, where its barrier is on each edge of the queue view and each tasklet's snapshot state.
+
+Its Timeline tab draws the job's workers call by call (`jetbench.notebook.timeline`): opening it
+starts a `TimelineSource` (recording from then on, unless the job records already), which the
+sampler thread feeds and publishes in the ``timeline`` trait at each tick while the tab is open.
 """
 
 from __future__ import annotations
@@ -27,9 +31,13 @@ import traitlets
 from ._assets import asset_text
 from .dashboard_model import DashboardModel
 from .plots import register_dashboard
+from .timeline import TimelineSource
 
 #: The fastest refresh the dashboard allows (20 Hz); the default is 5 Hz.
 MIN_INTERVAL_S = 0.05
+#: The Timeline tab's refresh while it is open (2 Hz at most): cutting the recording to a window
+#: costs more than a metrics tick, so it has a CPU budget of its own (`jetbench.notebook.timeline`)
+TIMELINE_INTERVAL_S = 0.5
 
 
 def _state_to_json(state: dict[str, Any], _widget: Any) -> str:
@@ -45,8 +53,8 @@ class Dashboard(anywidget.AnyWidget):
     costs more CPU than ``cpu_budget`` (2 % of a core) allows at that rate, ticks are spaced out.
     """
 
-    _esm = asset_text("dashboard.js")
-    _css = asset_text("dashboard.css")
+    _esm = asset_text("timeline_view.js") + "\n" + asset_text("dashboard.js")
+    _css = asset_text("dashboard.css") + "\n" + asset_text("timeline.css")
 
     #: the whole view, replaced once per tick by the sampler thread. It travels as one JSON
     #: string: ipywidgets would otherwise walk every number of the histories looking for binary
@@ -56,6 +64,9 @@ class Dashboard(anywidget.AnyWidget):
     #: applies it to the running workers at once
     min_idle_us = traitlets.Float(0.0).tag(sync=True)
     max_idle_us = traitlets.Float(0.0).tag(sync=True)
+    #: the Timeline tab's drawing (`jetbench.notebook.timeline`), or ``{"error": ...}`` when the
+    #: job cannot be drawn; empty until the tab is first opened
+    timeline = traitlets.Dict().tag(sync=True, to_json=_state_to_json)
     #: the last control error (e.g. a rejected idle value), "" if none
     control_error = traitlets.Unicode("").tag(sync=True)
     #: what a control did beside what was asked (the max raised to a new min), "" if nothing
@@ -74,6 +85,8 @@ class Dashboard(anywidget.AnyWidget):
         self.ticks = 0
         self.sampler_cpu_s = 0.0
         self._model = DashboardModel(job, max_rows=max_rows)
+        self._timeline: TimelineSource | None = None
+        self._timeline_open = False
         self._syncing = False
         self._closing = False
         self._wake = threading.Event()
@@ -186,6 +199,9 @@ class Dashboard(anywidget.AnyWidget):
     def close(self) -> None:
         if hasattr(self, "_wake"):  # not when __init__ failed early (close runs from __del__)
             self.stop()
+        timeline = getattr(self, "_timeline", None)
+        if timeline is not None:
+            timeline.stop()
         super().close()
 
     def show_side(self, title: str | None = None) -> Any:
@@ -249,6 +265,30 @@ class Dashboard(anywidget.AnyWidget):
 
     # -- sampler thread ------------------------------------------------------------------------
 
+    def _publish_timeline(self, final: bool = False, force: bool = False) -> None:
+        """The Timeline tab's state, if it is open: at most every `TIMELINE_INTERVAL_S` and within
+        its own CPU budget (`jetbench.notebook.timeline.CPU_BUDGET`), apart from the metrics
+        ticks' budget; ``final`` (the job has ended) draws the whole recording, still."""
+        source = self._timeline
+        if source is None or not self._timeline_open:
+            return
+        if final and source.follow:
+            source.command({"cmd": "fit"})
+        state = source.tick(TIMELINE_INTERVAL_S, force=force or final)
+        if state is not None:
+            self.timeline = state
+
+    def open_timeline(self) -> None:
+        """Open the Timeline tab's feed (what the tab does when first shown)."""
+        self._timeline_open = True
+        if self._timeline is None:
+            try:
+                self._timeline = TimelineSource(self.job)
+            except Exception as exc:  # an ended job that recorded nothing: the tab says how to get one
+                self.timeline = {"error": str(exc)}
+                return
+        self._publish_timeline(final=self.job.is_done, force=True)
+
     def _publish(self, final: bool) -> None:
         state = self._model.update(final=final)
         state["interval_s"] = self.effective_interval_s
@@ -279,7 +319,8 @@ class Dashboard(anywidget.AnyWidget):
                 self._publish(final=done)
                 c1 = time.thread_time()
                 tick_cpu = (c1 - c0) if not tick_cpu else 0.8 * tick_cpu + 0.2 * (c1 - c0)
-                self.sampler_cpu_s = c1 - cpu0
+                self._publish_timeline(final=done)  # its own budget, not the metrics ticks'
+                self.sampler_cpu_s = time.thread_time() - cpu0
                 if done:
                     snapshot = getattr(self, "_snapshot", None)
                     if snapshot is not None:
@@ -323,6 +364,14 @@ class Dashboard(anywidget.AnyWidget):
             self.set_strategy(str(content.get("strategy")))
         elif cmd == "set_idle":
             self.set_idle(content.get("min_idle_us"), content.get("max_idle_us"))
+        elif cmd == "tab":
+            if content.get("tab") == "timeline":
+                self.open_timeline()
+            else:
+                self._timeline_open = False
+        elif (cmd == "timeline" and isinstance(content.get("sub"), dict) and self._timeline is not None
+              and self._timeline.command(content["sub"])):
+            self.timeline = self._timeline.state()
         # every command (and the "ping" after a slider's trait change) carries an id: saying it
         # arrived lets the view tell a kernel too busy to hear it (a cell running that does not
         # wait through jetbench) from one that acted

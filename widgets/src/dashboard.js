@@ -6,6 +6,11 @@
 // {cmd: "suspend"} / {cmd: "resume"} (a job with a processing guarantee). Such a job's queue view
 // marks where the barrier of the snapshot in flight is on each edge; its tasklet rows say where
 // each instance is in that snapshot.
+//
+// Its Timeline tab draws the job's workers call by call with createTimelineView, which the
+// package puts in front of this file (widgets/src/timeline_view.js): opening the tab sends
+// {cmd: "tab", tab: "timeline"}, and the kernel then keeps the `timeline` trait up to date; the
+// view's zoom and pan go back as {cmd: "timeline", sub: {...}}.
 
 const NS = "http://www.w3.org/2000/svg";
 const PALETTE = ["#3b8fd9", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
@@ -247,6 +252,11 @@ function render({ model, el: host }) {
       <span class="jb-control-error"></span>
       <span class="jb-control-note jb-dim"></span>
     </div>
+    <div class="jb-tabs" role="tablist">
+      <button type="button" class="jb-tab" role="tab" data-tab="overview" aria-selected="true">Overview</button>
+      <button type="button" class="jb-tab" role="tab" data-tab="timeline" aria-selected="false" title="every tasklet call and park, a lane per worker">Timeline</button>
+    </div>
+    <div class="jb-timeline-pane" hidden><div class="jb-timeline-error" hidden></div></div>
     <div class="jb-body">
       <div class="jb-panel jb-tasklets">
         <div class="jb-panel-title">Tasklets <span class="jb-agg"></span></div>
@@ -527,7 +537,33 @@ function render({ model, el: host }) {
     $(".jb-control-note").textContent = model.get("control_note") || "";
   }
 
+  // -- tabs: the overview (tables, plots) or the timeline
+  const timelinePane = $(".jb-timeline-pane");
+  let timelineView = null;
+  function showTab(name) {
+    root.dataset.tab = name;
+    for (const b of root.querySelectorAll(".jb-tab")) b.setAttribute("aria-selected", String(b.dataset.tab === name));
+    $(".jb-body").hidden = name !== "overview";
+    timelinePane.hidden = name !== "timeline";
+    if (name === "timeline" && timelineView === null) {
+      timelineView = createTimelineView(timelinePane, (sub) => model.send({ cmd: "timeline", sub }));
+      updateTimeline();
+    }
+    model.send({ cmd: "tab", tab: name });
+  }
+  function updateTimeline() {
+    const raw = model.get("timeline");
+    const t = (typeof raw === "string" ? JSON.parse(raw || "{}") : raw) || {};
+    const error = $(".jb-timeline-error");
+    error.hidden = !t.error;
+    error.textContent = t.error || "";
+    if (timelineView !== null && t.lanes) timelineView.update(t);
+  }
+  for (const b of root.querySelectorAll(".jb-tab")) b.addEventListener("click", () => showTab(b.dataset.tab));
+  root.dataset.tab = "overview";
+
   model.on("change:state", update);
+  model.on("change:timeline", updateTimeline);
   model.on("change:min_idle_us", updateIdle);
   model.on("change:max_idle_us", updateIdle);
   model.on("change:control_error", updateControlError);
@@ -539,6 +575,8 @@ function render({ model, el: host }) {
     clearTimeout(busyTimer);
     model.off("msg:custom", onCustom);
     model.off("change:state", update);
+    model.off("change:timeline", updateTimeline);
+    timelineView?.destroy();
     model.off("change:min_idle_us", updateIdle);
     model.off("change:max_idle_us", updateIdle);
     model.off("change:control_error", updateControlError);
