@@ -19,7 +19,8 @@
 #      JupyterLab server or one built wheel stay on one worker, see XDIST_GROUPS in
 #      tests/conftest.py); and the engine's and the processors' tests on the same sources
 #      interpreted (JETBENCH_PURE_PYTHON=1; jetbench/core/compiled.py) in a third process, whose
-#      output is printed when it ends.
+#      output is printed when it ends; the tests marked `own_build` (their subprocesses choose
+#      the build themselves, e.g. the SIGKILL check) would run the same there, so run once.
 #
 # Environment: JETBENCH_TEST_WORKERS=N pytest-xdist workers (default 2; 0 runs in one process),
 # JETBENCH_TEST_PURE_PASS=0 leaves out the pure-build pass.
@@ -113,8 +114,8 @@ mypy_pid=$!
 
 pure_pid=
 if [[ $pure_pass == 1 ]]; then
-    echo "[test] JETBENCH_PURE_PYTHON=1 pytest -q -ra -m 'not serial' ${pure_tests[*]} (engine: pure; in the background)"
-    pytest pure -m "not serial" -p no:xdist "${pure_tests[@]}" >"$logs/pure" 2>&1 &
+    echo "[test] JETBENCH_PURE_PYTHON=1 pytest -q -ra -m 'not serial and not own_build' ${pure_tests[*]} (engine: pure; in the background)"
+    pytest pure -m "not serial and not own_build" -p no:xdist "${pure_tests[@]}" >"$logs/pure" 2>&1 &
     pure_pid=$!
 fi
 

@@ -55,6 +55,7 @@ def _check(seed: int, build: str, guarantee: str, tmp_path: Path, expected) -> N
         assert r.duplicated == 0, f"{context}: {r.duplicated} lines duplicated, e.g. {r.sample}"
 
 
+@pytest.mark.own_build
 def test_the_expected_output_is_what_a_failure_free_run_writes(tmp_path, expected):
     """The check's expectation (computed without the engine) is the job's own output."""
     out = tmp_path / "out"
@@ -65,18 +66,21 @@ def test_the_expected_output_is_what_a_failure_free_run_writes(tmp_path, expecte
 
 
 @pytest.mark.slow
+@pytest.mark.own_build
 @pytest.mark.parametrize("seed", range(30))
 def test_exactly_once_survives_sigkill_at_its_worst_moments_compiled(seed, tmp_path, expected):
     _check(seed, "compiled", "exactly_once", tmp_path, expected)
 
 
 @pytest.mark.slow
+@pytest.mark.own_build
 @pytest.mark.parametrize("seed", [29, 101, 102, 103])
 def test_exactly_once_survives_sigkill_at_its_worst_moments_pure(seed, tmp_path, expected):
     _check(seed, "pure", "exactly_once", tmp_path, expected)
 
 
 @pytest.mark.slow
+@pytest.mark.own_build
 @pytest.mark.parametrize("seed", [29, 201, 202, 203])
 def test_at_least_once_loses_nothing_under_sigkill(seed, tmp_path, expected):
     _check(seed, "compiled", "at_least_once", tmp_path, expected)
