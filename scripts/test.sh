@@ -6,7 +6,7 @@
 #                                   nothing skipped, slow, browser and Spark tests included
 #   bash scripts/test.sh --fast     the fast lane, to run after each change (a few minutes): the
 #                                   same ruff and mypy, and every test not marked slow, browser,
-#                                   serial or spark (tests/conftest.py marks those using Spark)
+#                                   serial, spark or kafka (tests/conftest.py marks those using Spark)
 #                                   outside tests/spark, tests/beam and tests/browser, on the
 #                                   compiled build; the whole suite still runs before a merge
 #   bash scripts/test.sh [--fast] ARGS...   ARGS go to pytest (after the defaults -q -ra), e.g.
@@ -120,7 +120,7 @@ if [[ $pure_pass == 1 ]]; then
 fi
 
 if [[ $fast == 1 ]]; then
-    selection=(-m "not slow and not browser and not serial and not spark" --ignore=tests/spark --ignore=tests/beam
+    selection=(-m "not slow and not browser and not serial and not spark and not kafka" --ignore=tests/spark --ignore=tests/beam
                --ignore=tests/browser --ignore=jetbench/spark --ignore=jetbench/beam)
 else
     selection=(-m "not serial")
