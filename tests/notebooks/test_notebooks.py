@@ -46,6 +46,7 @@ MUST_DISPLAY = {
     "08-fault-tolerance": {"image/svg+xml", "text/html"},
     "09-nexmark": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml", "text/html"},
     "10-beam-on-jetbench": {"application/vnd.jupyter.widget-view+json", "image/svg+xml", "text/html"},
+    "12-kafka": {"application/vnd.jupyter.widget-view+json"},
 }
 
 KERNEL_CHECK = f"""\
