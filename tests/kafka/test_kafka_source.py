@@ -40,15 +40,7 @@ def test_windows_on_record_time_with_an_idle_partition(bootstrap, topic_name):
     back the watermark, so the windows of the two live partitions close while the job still runs
     (an unbounded source: only watermarks can close them). Each partition's records are in time
     order, the two partitions interleaved."""
-    topic = topic_name()
-    produce(bootstrap, topic, [(i % 2, 1000 + i * 100, None, i) for i in range(100)], partitions=3)
-    seen: list = []
-    p = Pipeline()
-    (p.read_from(sources.kafka(topic, bootstrap, value_deserializer=int, idle_timeout_ms=1000))
-     .set_local_parallelism(1)
-     .window(window.tumbling(1000)).aggregate(aggregate.counting())
-     .write_to(sinks.callback(seen.append)))
-    job = ExecutionService().submit(p.to_dag())
+    topic, seen, job = windowed_count_of_two_partitions_of_three(bootstrap, topic_name(), idle_timeout_ms=1000)
     try:
         deadline = time.monotonic() + 60
         while len(seen) < 9 and time.monotonic() < deadline:
@@ -63,15 +55,7 @@ def test_windows_on_record_time_with_an_idle_partition(bootstrap, topic_name):
 
 
 def test_without_the_idle_timeout_an_empty_partition_holds_the_watermark(bootstrap, topic_name):
-    topic = topic_name()
-    produce(bootstrap, topic, [(i % 2, 1000 + i * 100, None, i) for i in range(100)], partitions=3)
-    seen: list = []
-    p = Pipeline()
-    (p.read_from(sources.kafka(topic, bootstrap, value_deserializer=int, idle_timeout_ms=None))
-     .set_local_parallelism(1)
-     .window(window.tumbling(1000)).aggregate(aggregate.counting())
-     .write_to(sinks.callback(seen.append)))
-    job = ExecutionService().submit(p.to_dag())
+    topic, seen, job = windowed_count_of_two_partitions_of_three(bootstrap, topic_name(), idle_timeout_ms=None)
     try:
         deadline = time.monotonic() + 60
         while records_read(job) < 100 and time.monotonic() < deadline:
@@ -86,6 +70,19 @@ def test_without_the_idle_timeout_an_empty_partition_holds_the_watermark(bootstr
     # the lag per partition: read to the end; partition 0's highest timestamp 10800, floored
     assert source["lag"] == 0 and source[f"offset {topic}[0]"] == source[f"high {topic}[0]"] == 50, source
     assert source[f"high {topic}[2]"] == 0 and source[f"watermark {topic}[0]"] == 10_000, source
+
+
+def windowed_count_of_two_partitions_of_three(bootstrap, topic, idle_timeout_ms):
+    """100 records in time order on partitions 0 and 1 (interleaved), none on partition 2; a job
+    counting them in tumbling windows of 1000 ms into a list: (topic, the list, the job)."""
+    produce(bootstrap, topic, [(i % 2, 1000 + i * 100, None, i) for i in range(100)], partitions=3)
+    seen: list = []
+    p = Pipeline()
+    (p.read_from(sources.kafka(topic, bootstrap, value_deserializer=int, idle_timeout_ms=idle_timeout_ms))
+     .set_local_parallelism(1)
+     .window(window.tumbling(1000)).aggregate(aggregate.counting())
+     .write_to(sinks.callback(seen.append)))
+    return topic, seen, ExecutionService().submit(p.to_dag())
 
 
 def records_read(job) -> int:
