@@ -49,7 +49,7 @@ from ..wordcount import non_empty, tokenize
 from .chain import chain_dag
 from .common import ReportFormat, interleaved, load_average
 
-GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
+GUARANTEES: tuple[str, ...] = (NONE.value, AT_LEAST_ONCE.value, EXACTLY_ONCE.value)
 #: the default sizes: each run lasts 6-8 s on a quiet machine here, several snapshot intervals of 1 s
 DEFAULT_LINES = 1_000_000
 DEFAULT_ITEMS = 25_000_000

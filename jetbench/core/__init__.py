@@ -19,7 +19,7 @@ from .idle import BackoffIdler, IdleConfig, Idler, TimerIdler
 from .inbox import Inbox
 from .items import DONE, IDLE_MESSAGE, Watermark
 from .job import Job, JobStatus
-from .job_config import JobConfig
+from .job_config import JobConfig, ProcessingGuarantee
 from .metrics import JobMetrics, QueueStatistics, TaskletStatistics, WorkerStatistics
 from .outbox import Outbox
 from .processor import Processor, ProcessorContext
@@ -46,6 +46,7 @@ __all__ = [
     "Job",
     "JobCancelled",
     "JobConfig",
+    "ProcessingGuarantee",
     "JobError",
     "JobMetrics",
     "JobStatus",

@@ -4,6 +4,8 @@
 JobConfig(processing_guarantee='none', snapshot_interval_ms=10000, max_restarts=3, snapshot_store=None, initial_snapshot=None, resume=False, on_code_change='warn')
 >>> JobConfig(processing_guarantee="exactly_once", snapshot_interval_ms=500).snapshots
 True
+>>> JobConfig(ProcessingGuarantee.AT_LEAST_ONCE).processing_guarantee is ProcessingGuarantee.AT_LEAST_ONCE
+True
 >>> JobConfig(processing_guarantee="twice")
 Traceback (most recent call last):
   ...
@@ -12,6 +14,7 @@ jetbench.core.errors.JetbenchError: processing_guarantee must be one of 'none', 
 
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
@@ -21,10 +24,29 @@ from .errors import JetbenchError
 if TYPE_CHECKING:
     from .snapshot_store import SnapshotStore
 
-NONE = "none"
-AT_LEAST_ONCE = "at_least_once"
-EXACTLY_ONCE = "exactly_once"
-GUARANTEES = (NONE, AT_LEAST_ONCE, EXACTLY_ONCE)
+
+
+class ProcessingGuarantee(enum.StrEnum):
+    """A job's processing guarantee (Jet's ``ProcessingGuarantee``). A member is its name as a
+    str (``"exactly_once"``), so a string names one wherever a guarantee is taken, and compares
+    equal to it.
+
+    >>> ProcessingGuarantee("exactly_once"), ProcessingGuarantee.NONE == "none"
+    ('exactly_once', True)
+    """
+
+    NONE = "none"
+    AT_LEAST_ONCE = "at_least_once"
+    EXACTLY_ONCE = "exactly_once"
+
+    def __repr__(self) -> str:  # as the string it stands for: a config's repr reads as it is written
+        return repr(self.value)
+
+
+NONE = ProcessingGuarantee.NONE
+AT_LEAST_ONCE = ProcessingGuarantee.AT_LEAST_ONCE
+EXACTLY_ONCE = ProcessingGuarantee.EXACTLY_ONCE
+GUARANTEES = tuple(ProcessingGuarantee)
 
 #: what ``on_code_change`` takes: warn (the default), refuse, or allow without a word (an upgrade)
 CODE_CHANGE = ("warn", "refuse", "allow")
@@ -98,7 +120,7 @@ class JobConfig:
     jetbench.core.errors.JetbenchError: resume=True reads snapshots from a store, and a store holds pickles that run code when read: name the store the earlier run wrote, JobConfig(..., snapshot_store='path/to/store.sqlite'); jetbench opens no store by itself
     """
 
-    processing_guarantee: str = NONE
+    processing_guarantee: ProcessingGuarantee | str = NONE
     snapshot_interval_ms: int = 10_000
     max_restarts: int = 3
     snapshot_store: StoreSpec = None
@@ -107,9 +129,12 @@ class JobConfig:
     on_code_change: str = "warn"
 
     def __post_init__(self) -> None:
-        if self.processing_guarantee not in GUARANTEES:
+        try:
+            guarantee = ProcessingGuarantee(self.processing_guarantee)
+        except ValueError:
             raise JetbenchError(f"processing_guarantee must be one of {', '.join(map(repr, GUARANTEES))}, "
-                                f"got {self.processing_guarantee!r}")
+                                f"got {self.processing_guarantee!r}") from None
+        object.__setattr__(self, "processing_guarantee", guarantee)
         interval = self.snapshot_interval_ms
         if isinstance(interval, bool) or not isinstance(interval, int | float) or not interval > 0:
             raise JetbenchError(f"snapshot_interval_ms must be a number > 0, got {interval!r}")
