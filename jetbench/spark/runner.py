@@ -381,7 +381,7 @@ class SparkRunner:
         worker.start()
         try:
             while worker.is_alive():
-                step = _WAIT_SLICE_S if reporter is not None else None
+                step = _WAIT_SLICE_S  # short slices: an interrupt is seen at once, whatever raised it
                 if deadline is not None:
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -389,7 +389,7 @@ class SparkRunner:
                         sc.cancelJobsWithTag(tag)
                         worker.join()
                         break
-                    step = left if step is None else min(step, left)
+                    step = min(step, left)
                 worker.join(step)
                 if reporter is not None:
                     reporter.tick()
@@ -439,7 +439,8 @@ def _registered_view(name: str) -> Any:
     return views.view(name)
 
 
-#: how often a waiting run refreshes its progress (it never waits longer than the run)
+#: how often a waiting run wakes up to refresh its progress and notice an interrupt (it never
+#: waits longer than the run)
 _WAIT_SLICE_S = 0.1
 
 

@@ -88,3 +88,28 @@ def test_the_reporter_is_where_the_progress_line_would_be(spark, shown_at_once):
     assert spark_reporter(source, progress=False) is None
     assert type(spark_reporter(source, progress=True)).__name__ == "SparkTqdmReporter"
     assert issubclass(SparkNotebookReporter, type(spark_reporter(source, progress=True)).__mro__[1])
+
+
+@pytest.mark.slow
+def test_an_interrupted_wait_cancels_the_spark_jobs_and_leaves_no_thread(runner):
+    """Stop in a notebook, Ctrl-C in a terminal: KeyboardInterrupt in the waiting thread cancels
+    the run's Spark jobs and waits for the thread running them; the session goes on working."""
+    import os
+    import signal
+    import threading
+
+    p = Pipeline()
+    p.read_from(sources.items(range(4))).map(lambda x: time.sleep(30) or x).write_to(sinks.collect())
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))  # a real Ctrl-C
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run(p, progress=False)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 20
+    assert not [t for t in threading.enumerate() if t.name.startswith("jetbench-spark-") and t.is_alive()]
+    q = Pipeline()
+    q.read_from(sources.items(range(10))).map(slow).write_to(sinks.collect())
+    assert sorted(runner.run(q)) == list(range(10))
