@@ -229,7 +229,7 @@ class Dashboard(anywidget.AnyWidget):
         if self._side:  # in the side panel the widget itself; inline, its placeholder line
             display(self._repr_mimebundle_(), raw=True)
             return
-        from .snapshot import display_with_snapshot
+        from .widget_fallback import display_with_snapshot
 
         self._snapshot = display_with_snapshot(
             _Shown(self._repr_mimebundle_()), self.snapshot_html, "dashboard",

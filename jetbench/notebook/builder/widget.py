@@ -393,7 +393,7 @@ class DagBuilder(anywidget.AnyWidget):
         it a static snapshot, its Graphviz drawing, that the live builder hides and a notebook
         opened again without a kernel shows instead of "model not found" (refreshed after
         every cell, so a saved notebook holds the DAG as it was)."""
-        from ..snapshot import display_with_snapshot
+        from ..widget_fallback import display_with_snapshot
 
         self._snapshot = display_with_snapshot(
             self.view, self.snapshot_svg, "builder",

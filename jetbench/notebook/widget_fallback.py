@@ -1,4 +1,5 @@
-"""A static snapshot beside a live widget, for when no kernel holds the widget's model.
+"""A static copy (a "snapshot" of its view) beside a live widget, for when no kernel holds the
+widget's model. (Not `jetbench.core.snapshot`, a job's state for fault tolerance.)
 
 A notebook opened again later (or on a page that runs no kernel) cannot show a widget: Jupyter
 says "Error displaying widget: model not found". `display_with_snapshot` displays the widget and,
