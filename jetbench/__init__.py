@@ -32,6 +32,7 @@ from .core import (
     JobTimeout,
     MockClock,
     Outbox,
+    ProcessingGuarantee,
     Processor,
     ProcessorContext,
     Routing,
@@ -44,6 +45,7 @@ from .core.job import register_waiter
 from .core.views import register_view
 from .pipeline import Pipeline, PipelineError
 from .processors.builder_kind import BuilderError
+from .processors.kind_params import KindParamError
 from .processors.window_definition import WindowResult
 from .runner_errors import RunnerError, RunnerOptionError
 from .runners import run
@@ -135,10 +137,12 @@ __all__ = [
     "JobMetrics",
     "JobStatus",
     "JobTimeout",
+    "KindParamError",
     "MockClock",
     "Outbox",
     "Pipeline",
     "PipelineError",
+    "ProcessingGuarantee",
     "Processor",
     "ProcessorContext",
     "Routing",

@@ -25,17 +25,39 @@ __all__ = ["callback", "collect", "files", "kafka", "latency", "noop", "pandas",
 
 
 def collect() -> Sink:
-    """The job's result is the list of all items."""
+    """The job's result is the list of all items.
+
+    >>> from jetbench import Pipeline, run, sinks, sources
+    >>> p = Pipeline()
+    >>> _ = p.read_from(sources.items([3, 1, 2])).write_to(sinks.collect())
+    >>> run(p)
+    [3, 1, 2]
+    """
     return Sink("collect", collect_sink())
 
 
 def to_dict() -> Sink:
-    """Items are ``(key, value)`` pairs; the job's result is a dict (a later duplicate key wins)."""
+    """Items are ``(key, value)`` pairs; the job's result is a dict (a later duplicate key wins).
+
+    >>> from jetbench import Pipeline, run, sinks, sources
+    >>> p = Pipeline()
+    >>> _ = p.read_from(sources.items([("a", 1), ("b", 2), ("a", 3)])).write_to(sinks.to_dict())
+    >>> run(p)
+    {'a': 3, 'b': 2}
+    """
     return Sink("to_dict", to_dict_sink())
 
 
 def callback(fn: Callable[[Any], Any]) -> Sink:
-    """Calls ``fn(item)`` for every item, on the sink's worker thread."""
+    """Calls ``fn(item)`` for every item, on the sink's worker thread.
+
+    >>> from jetbench import Pipeline, run, sinks, sources
+    >>> p = Pipeline()
+    >>> _ = p.read_from(sources.items(["a", "b"])).write_to(sinks.callback(print))
+    >>> run(p)
+    a
+    b
+    """
     return Sink("callback", callback_sink(fn))
 
 
@@ -43,6 +65,14 @@ def pandas() -> Sink:
     """The job's result is a ``pandas.DataFrame`` of all items, built when the job ends.
 
     Named tuples, dataclasses and dicts give one column per field.
+
+    >>> from jetbench import Pipeline, run, sinks, sources
+    >>> p = Pipeline()
+    >>> _ = p.read_from(sources.items([{"word": "a", "n": 2}, {"word": "b", "n": 1}])).write_to(sinks.pandas())
+    >>> run(p)
+      word  n
+    0    a  2
+    1    b  1
     """
     try:
         import pandas as pd  # noqa: F401 - only checking it is installed
@@ -57,12 +87,29 @@ def files(directory: str | os.PathLike) -> Sink:
     Under a processing guarantee it commits with the snapshots instead: committed files
     ``directory/part-{k:05d}-{epoch:09d}`` appear whole once a snapshot is stored, so a reader
     never sees a line a restore takes back (`jetbench.processors.files_sink`); ``part-*`` matches
-    the committed files either way."""
+    the committed files either way.
+
+    >>> import pathlib, tempfile
+    >>> from jetbench import Pipeline, run, sinks, sources
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "out"
+    >>> p = Pipeline()
+    >>> _ = p.read_from(sources.items(["a", "b"])).write_to(sinks.files(out))
+    >>> _ = run(p)
+    >>> [(f.name, f.read_text()) for f in sorted(out.glob("part-*"))]
+    [('part-00000', 'a\\nb\\n')]
+    """
     return Sink(f"files({os.fspath(directory)})", files_sink(directory))
 
 
 def noop() -> Sink:
-    """Discards every item."""
+    """Discards every item.
+
+    >>> from jetbench import Pipeline, run, sinks, sources
+    >>> p = Pipeline()
+    >>> _ = p.read_from(sources.items(range(1000))).write_to(sinks.noop())
+    >>> run(p) is None
+    True
+    """
     return Sink("noop", noop_sink())
 
 
@@ -71,6 +118,13 @@ def latency() -> Sink:
 
     The job's result is a dict: ``count``, ``mean_ms``, ``p50_ms``, ``p90_ms``, ``p99_ms``,
     ``p999_ms`` and ``max_ms`` (all None but ``count`` when nothing arrived).
+
+    >>> from jetbench import Pipeline, run, sinks, sources
+    >>> p = Pipeline()
+    >>> _ = p.read_from(sources.generator(10_000, count=100)).write_to(sinks.latency())
+    >>> result = run(p)
+    >>> result["count"], sorted(result)
+    (100, ['count', 'max_ms', 'mean_ms', 'p50_ms', 'p90_ms', 'p999_ms', 'p99_ms'])
     """
     return Sink("latency", latency_sink(), accepts_timestamped=True, requires_timestamped=True)
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .pipeline.connectors import Source
+from .processors.event_stream_source import event_stream_source
 from .processors.files_source import files_source
 from .processors.generator_source import generator_source
 from .processors.items_source import items_source
-from .processors.test_stream_source import test_stream_source
 
 __all__ = ["files", "generator", "items", "kafka", "test_stream"]
 
@@ -56,7 +56,7 @@ def test_stream(events: Iterable[tuple[float, Any]], allowed_lag: float = 0) -> 
     Watermarks trail the highest timestamp seen by ``allowed_lag`` ms: an event more than that
     behind may be late (dropped by windows).
     """
-    return Source("test_stream", test_stream_source(events), local_parallelism=1, timestamped=True,
+    return Source("test_stream", event_stream_source(events), local_parallelism=1, timestamped=True,
                   streaming=False, allowed_lag=allowed_lag)
 
 

@@ -13,19 +13,25 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..core.render import dot_string, dot_to_svg, drawing_bundle
 from ..processors.aggregate_operation import AggregateOperation, require_operation
 from ..processors.aggregation import AggregateSpec, GroupAggregateSpec
-from ..processors.co_group import CO_GROUP, CoGroupSpec, Tag, tag_key
-from ..processors.hash_join import HashJoinSpec
-from ..processors.insert_watermarks import TimestampsSpec
-from ..processors.map_using_service import MapUsingServiceSpec
-from ..processors.map_using_service_async import MapUsingServiceAsyncSpec
+from ..processors.co_group import CO_GROUP, CoGroup, Tag, tag_key
+from ..processors.custom_transform import CustomTransform
+from ..processors.distinct import Distinct
+from ..processors.hash_join import HashJoin
+from ..processors.insert_watermarks import InsertWatermarks
+from ..processors.kind_params import KindParamError
+from ..processors.map_stateful import MapStateful
+from ..processors.map_using_service import MapUsingService
+from ..processors.map_using_service_async import MapUsingServiceAsync
 from ..processors.planning import Output, Planner, PlanNode, StageSpec
+from ..processors.rolling_aggregate import RollingAggregate
+from ..processors.sort import Sort
 from ..processors.transform import FilterSpec, FlatMapSpec, MapSpec, MergeSpec, PeekSpec
-from ..processors.window_aggregate import WindowAggregateSpec
+from ..processors.window_aggregate import WindowAggregate
 from ..processors.window_definition import WindowDefinition
 from .connectors import Sink, SinkSpec, Source, SourceSpec
 from .errors import PipelineError
@@ -34,6 +40,8 @@ from .planner import explain, plan_dag
 
 if TYPE_CHECKING:
     from ..core.dag import DAG
+
+SpecT = TypeVar("SpecT", bound=StageSpec)
 
 
 @dataclass(frozen=True)
@@ -155,6 +163,14 @@ class Stage:
         node = self.pipeline._add(spec, name, upstream or [self.node], **flags)
         return Stage(self.pipeline, node)
 
+    def _declare(self, make: Callable[[], SpecT]) -> SpecT:
+        """``make()``, a kind's declaration from the user's arguments; the error of an argument it
+        refuses names this stage."""
+        try:
+            return make()
+        except KindParamError as exc:
+            raise PipelineError(f"stage {self.name!r}: {exc}") from None
+
     def apply(self, spec: StageSpec, *others: Stage, name: str | None = None) -> Stage:
         """The next stage made by ``spec``, a kind's typed stage (`jetbench.processors.planning`),
         reading this stage (its input 0) and ``others`` (inputs 1, 2, ...): how a kind without a
@@ -179,19 +195,49 @@ class Stage:
     # -- stateless ------------------------------------------------------------------------------
 
     def map(self, fn: Callable[[Any], Any], name: str | None = None) -> Stage:
-        """Each item becomes ``fn(item)``."""
+        """Each item becomes ``fn(item)``.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> p = Pipeline()
+        >>> _ = p.read_from(sources.items([1, 2, 3])).map(lambda x: x * 10).write_to(sinks.collect())
+        >>> run(p)
+        [10, 20, 30]
+        """
         return self._next(MapSpec(_callable(fn, "map", self)), name or _fn_name("map", fn))
 
     def filter(self, fn: Callable[[Any], Any], name: str | None = None) -> Stage:
-        """Keep the items for which ``fn(item)`` is truthy."""
+        """Keep the items for which ``fn(item)`` is truthy.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> p = Pipeline()
+        >>> _ = p.read_from(sources.items(range(6))).filter(lambda x: x % 2).write_to(sinks.collect())
+        >>> run(p)
+        [1, 3, 5]
+        """
         return self._next(FilterSpec(_callable(fn, "filter", self)), name or _fn_name("filter", fn))
 
     def flat_map(self, fn: Callable[[Any], Iterable[Any]], name: str | None = None) -> Stage:
-        """Each item becomes every item of ``fn(item)``."""
+        """Each item becomes every item of ``fn(item)``.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> p = Pipeline()
+        >>> _ = p.read_from(sources.items(["to be", "or"])).flat_map(str.split).write_to(sinks.collect())
+        >>> run(p)
+        ['to', 'be', 'or']
+        """
         return self._next(FlatMapSpec(_callable(fn, "flat_map", self)), name or _fn_name("flat_map", fn))
 
     def peek(self, fn: Callable[[Any], Any] | None = None, name: str | None = None) -> Stage:
-        """Call ``fn(item)`` (default: log it) for every item passing through; items are unchanged."""
+        """Call ``fn(item)`` (default: log it) for every item passing through; items are unchanged.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> p = Pipeline()
+        >>> _ = p.read_from(sources.items([1, 2])).peek(print).map(lambda x: -x).write_to(sinks.collect())
+        >>> run(p)
+        1
+        2
+        [-1, -2]
+        """
         if fn is None:
             import logging
 
@@ -202,20 +248,77 @@ class Stage:
     def map_using_service(self, service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any],
                           name: str | None = None) -> Stage:
         """``fn(service, item)`` where blocking is allowed: runs on a dedicated (non-cooperative)
-        thread per instance; ``service = service_factory()`` is made once per instance."""
-        spec = MapUsingServiceSpec(_callable(service_factory, "service_factory", self),
-                                   _callable(fn, "map_using_service", self))
+        thread per instance; ``service = service_factory()`` is made once per instance.
+
+        >>> from jetbench import Pipeline, run, sources, sinks
+        >>> p = Pipeline()
+        >>> prices = lambda: {"tea": 3, "pen": 2}
+        >>> _ = p.read_from(sources.items(["tea", "pen"])).map_using_service(prices, lambda s, x: (x, s[x])) \\
+        ...     .write_to(sinks.collect())
+        >>> run(p)
+        [('tea', 3), ('pen', 2)]
+        """
+        spec = self._declare(lambda: MapUsingService(service_factory, fn))
         return self._next(spec, name or _fn_name("map_using_service", fn))
+
+    def filter_using_service(self, service_factory: Callable[[], Any], fn: Callable[[Any, Any], Any],
+                             name: str | None = None) -> Stage:
+        """Keep the items for which ``fn(service, item)`` is true (blocking allowed, as
+        `map_using_service`).
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> p = Pipeline()
+        >>> stock = lambda: {"tea": 3, "pen": 0}
+        >>> _ = p.read_from(sources.items(["tea", "pen"])).filter_using_service(stock, lambda s, x: s[x] > 0) \\
+        ...     .write_to(sinks.collect())
+        >>> run(p)
+        ['tea']
+        """
+        spec = self._declare(lambda: MapUsingService(service_factory, fn, mode="filter"))
+        return self._next(spec, name or _fn_name("filter_using_service", fn))
+
+    def flat_map_using_service(self, service_factory: Callable[[], Any], fn: Callable[[Any, Any], Iterable[Any]],
+                               name: str | None = None) -> Stage:
+        """Every item of ``fn(service, item)`` (blocking allowed, as `map_using_service`).
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> p = Pipeline()
+        >>> sizes = lambda: {"tea": ["S", "L"], "pen": []}
+        >>> _ = p.read_from(sources.items(["tea", "pen"])) \\
+        ...     .flat_map_using_service(sizes, lambda s, x: [(x, size) for size in s[x]]).write_to(sinks.collect())
+        >>> run(p)
+        [('tea', 'S'), ('tea', 'L')]
+        """
+        spec = self._declare(lambda: MapUsingService(service_factory, fn, mode="flat_map"))
+        return self._next(spec, name or _fn_name("flat_map_using_service", fn))
 
     def map_using_service_async(self, service_factory: Callable[[], Any], async_fn: Callable[[Any, Any], Any],
                                 max_concurrent: int = 16, name: str | None = None) -> Stage:
         """``await async_fn(service, item)`` with up to ``max_concurrent`` calls in flight per
-        instance; results keep the input order. The tasklet stays cooperative."""
-        if max_concurrent < 1:
-            raise PipelineError(f"stage {self.name!r}: max_concurrent must be >= 1, got {max_concurrent}")
-        spec = MapUsingServiceAsyncSpec(_callable(service_factory, "service_factory", self),
-                                        _callable(async_fn, "map_using_service_async", self), max_concurrent)
+        instance; results keep the input order. The tasklet stays cooperative.
+
+        >>> import asyncio
+        >>> from jetbench import Pipeline, run, sources, sinks
+        >>> async def price(service, x):
+        ...     await asyncio.sleep(0)
+        ...     return x, service[x]
+        >>> p = Pipeline()
+        >>> _ = p.read_from(sources.items(["tea", "pen"])) \\
+        ...     .map_using_service_async(lambda: {"tea": 3, "pen": 2}, price, max_concurrent=2) \\
+        ...     .write_to(sinks.collect())
+        >>> run(p)
+        [('tea', 3), ('pen', 2)]
+        """
+        spec = self._declare(lambda: MapUsingServiceAsync(service_factory, async_fn, max_concurrent))
         return self._next(spec, name or _fn_name("map_async", async_fn))
+
+    def custom_transform(self, name: str, supplier: Callable[[], Any]) -> Stage:
+        """A stage named ``name`` whose vertex runs ``supplier``'s processors (the Core API in a
+        pipeline: any `Processor` subclass or vertex supplier); see
+        `jetbench.processors.custom_transform`."""
+        if not isinstance(name, str) or not name:
+            raise PipelineError(f"stage {self.name!r}: custom_transform needs a stage name, got {name!r}")
+        return self._next(CustomTransform(_callable(supplier, "custom_transform", self)), name)
 
     # -- time --------------------------------------------------------------------------------------
 
@@ -225,9 +328,8 @@ class Stage:
         timestamp seen by ``allowed_lag`` ms; later events more than that behind are late."""
         if self.node.timestamped:
             raise PipelineError(f"stage {self.name!r} already has timestamps")
-        if allowed_lag < 0:
-            raise PipelineError(f"stage {self.name!r}: allowed_lag must be >= 0, got {allowed_lag}")
-        spec = TimestampsSpec(_callable(ts_fn, "add_timestamps", self), allowed_lag, idle_timeout_ms)
+        ts_fn = _callable(ts_fn, "add_timestamps", self)
+        spec = self._declare(lambda: InsertWatermarks(ts_fn, allowed_lag, idle_timeout_ms=idle_timeout_ms))
         return self._next(spec, name or "add-timestamps", timestamped=True)
 
     def window(self, window_def: WindowDefinition) -> WindowedStage:
@@ -238,57 +340,139 @@ class Stage:
     # -- aggregation -------------------------------------------------------------------------------
 
     def group_by(self, key_fn: Callable[[Any], Hashable]) -> GroupedStage:
-        """Group items by ``key_fn(item)``; follow with `aggregate` or `window`."""
+        """Group items by ``key_fn(item)``; follow with `aggregate` or `window`.
+
+        >>> from jetbench import Pipeline, aggregate, run, sinks, sources
+        >>> p = Pipeline()
+        >>> words = p.read_from(sources.items(["apple", "avocado", "banana"]))
+        >>> _ = words.group_by(lambda w: w[0]).aggregate(aggregate.to_list()).write_to(sinks.collect())
+        >>> sorted(run(p))
+        [('a', ['apple', 'avocado']), ('b', ['banana'])]
+        """
         return GroupedStage(self, _callable(key_fn, "group_by", self))
 
     def aggregate(self, op: AggregateOperation, name: str | None = None) -> Stage:
-        """One result over all items, emitted when the input completes (batch stages only)."""
+        """One result over all items, emitted when the input completes (batch stages only).
+
+        >>> from jetbench import Pipeline, aggregate, run, sinks, sources
+        >>> p = Pipeline()
+        >>> _ = p.read_from(sources.items([3, 1, 2])).aggregate(aggregate.summing(lambda x: x)).write_to(sinks.collect())
+        >>> run(p)
+        [6]
+        """
         _check_op(self, op)
         _check_bounded(self, "aggregate")
         return self._next(AggregateSpec(op), name or "aggregate", timestamped=False)
 
+    def rolling_aggregate(self, op: AggregateOperation, name: str | None = None) -> Stage:
+        """After every item, the running result of ``op`` over all items so far (one instance;
+        batch or stream, items keep their timestamps); see `jetbench.processors.rolling_aggregate`."""
+        _check_op(self, op)
+        return self._next(self._declare(lambda: RollingAggregate(None, op)), name or "rolling-aggregate")
+
+    def map_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any], Any],
+                     ttl: float | None = None, on_evict: Callable[[Any, Any], Any] | None = None,
+                     name: str | None = None) -> Stage:
+        """``fn(state, item)`` with one state over all items (``create_fn()``, one instance): the
+        new item (None: none); see `jetbench.processors.map_stateful` (``ttl``, ``on_evict``)."""
+        return self._stateful("map", None, create_fn, fn, ttl, on_evict, name)
+
+    def filter_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any], Any],
+                        ttl: float | None = None, name: str | None = None) -> Stage:
+        """Keep the items for which ``fn(state, item)`` is true, one state over all items; see
+        `jetbench.processors.map_stateful`."""
+        return self._stateful("filter", None, create_fn, fn, ttl, None, name)
+
+    def flat_map_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any], Any],
+                          ttl: float | None = None, on_evict: Callable[[Any, Any], Any] | None = None,
+                          name: str | None = None) -> Stage:
+        """Every item of ``fn(state, item)``, one state over all items; see
+        `jetbench.processors.map_stateful`."""
+        return self._stateful("flat_map", None, create_fn, fn, ttl, on_evict, name)
+
+    def _stateful(self, mode: str, key_fn: Callable[[Any], Hashable] | None, create_fn: Callable[[], Any],
+                  fn: Callable[..., Any], ttl: float | None, on_evict: Callable[..., Any] | None,
+                  name: str | None) -> Stage:
+        timestamped = self.node.timestamped
+        spec = self._declare(lambda: MapStateful(key_fn, create_fn, fn, mode, ttl, on_evict, timestamped))
+        return self._next(spec, name or f"{mode}-stateful")
+
+    def distinct(self, name: str | None = None) -> Stage:
+        """Each distinct item once, the first time it comes (batch stages only); see
+        `jetbench.processors.distinct`."""
+        _check_bounded(self, "distinct")
+        return self._next(Distinct(), name or "distinct")
+
+    def sort(self, key: Callable[[Any], Any] | None = None, reverse: bool = False, name: str | None = None) -> Stage:
+        """All items in order of ``key(item)`` (the items themselves by default), when the input
+        completes (batch stages only; one instance sorts them all); see `jetbench.processors.sort`."""
+        _check_bounded(self, "sort")
+        return self._next(self._declare(lambda: Sort(key, reverse)), name or "sort", timestamped=False)
+
     # -- combining stages ----------------------------------------------------------------------
 
     def merge(self, other: Stage, name: str | None = None) -> Stage:
-        """All items of this stage and of ``other``."""
+        """All items of this stage and of ``other``.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> p = Pipeline()
+        >>> a, b = p.read_from(sources.items([1, 2])), p.read_from(sources.items([3]))
+        >>> _ = a.merge(b).write_to(sinks.collect())
+        >>> sorted(run(p))
+        [1, 2, 3]
+        """
         _check_same_pipeline(self, other)
         if self.node.timestamped != other.node.timestamped:
             raise PipelineError(f"merge of {self.name!r} and {other.name!r}: both or neither must have timestamps")
         return self._next(MergeSpec(), name or "merge", upstream=[self.node, other.node])
 
-    def hash_join(self, other: Stage, key_fn: Callable[[Any], Hashable], other_key_fn: Callable[[Any], Hashable],
+    def hash_join(self, other: Stage, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable],
                   how: str = "inner", name: str | None = None) -> Stage:
         """Pair each item with every item of ``other`` (a batch stage, loaded first) whose key
-        matches: emits ``(item, other_item)``; ``how="left"`` also emits ``(item, None)``."""
+        matches, ``left_key(item) == right_key(other_item)``: emits ``(item, other_item)``;
+        ``how="left"`` also emits ``(item, None)``.
+
+        >>> from jetbench import Pipeline, run, sources, sinks
+        >>> p = Pipeline()
+        >>> people = p.read_from(sources.items([(1, "ann"), (2, "bob")]))
+        >>> orders = p.read_from(sources.items([("tea", 1), ("pen", 3)]))
+        >>> _ = orders.hash_join(people, lambda o: o[1], lambda person: person[0], how="left").write_to(sinks.collect())
+        >>> run(p)
+        [(('tea', 1), (1, 'ann')), (('pen', 3), None)]
+        """
         _check_same_pipeline(self, other)
-        if how not in ("inner", "left"):
-            raise PipelineError(f"stage {self.name!r}: hash_join how must be 'inner' or 'left', got {how!r}")
         _check_bounded(other, "the build side of hash_join")
-        spec = HashJoinSpec(_callable(key_fn, "hash_join", self), _callable(other_key_fn, "hash_join", self), how)
+        spec = self._declare(lambda: HashJoin(left_key, right_key, how))
         return self._next(spec, name or "hash-join", upstream=[self.node, other.node],
                           timestamped=self.node.timestamped)
 
-    def co_group(self, other: Stage, key_fn: Callable[[Any], Hashable], other_key_fn: Callable[[Any], Hashable],
+    def co_group(self, other: Stage, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable],
                  window: WindowDefinition | None = None, name: str | None = None) -> Stage:
-        """Group both stages by key.
+        """Group both stages by key: this stage's items by ``left_key(item)``, ``other``'s by
+        ``right_key(other_item)``.
 
         Batch stages: emits ``(key, [items], [other items])`` once both inputs complete. With a
         ``window`` (both stages timestamped, e.g. streams): emits, per window and key,
         ``WindowResult(start, end, key, ([items], [other items]))``.
+
+        >>> from jetbench import Pipeline, run, sources, sinks
+        >>> p = Pipeline()
+        >>> a, b = p.read_from(sources.items([1, 2, 3])), p.read_from(sources.items([10, 21]))
+        >>> _ = a.co_group(b, lambda x: x % 2, lambda y: y % 2).write_to(sinks.collect())
+        >>> sorted(run(p))
+        [(0, [2], [10]), (1, [1, 3], [21])]
         """
         _check_same_pipeline(self, other)
-        _callable(key_fn, "co_group", self)
-        _callable(other_key_fn, "co_group", self)
+        spec = self._declare(lambda: CoGroup(left_key, right_key))
         if window is not None:
             _check_window(self, window)
             _check_window(other, window)
-            tagged = self.map(Tag(0, key_fn), name=f"{name or 'co-group'}-left") \
-                .merge(other.map(Tag(1, other_key_fn), name=f"{name or 'co-group'}-right"))
+            tagged = self.map(Tag(0, left_key), name=f"{name or 'co-group'}-left") \
+                .merge(other.map(Tag(1, right_key), name=f"{name or 'co-group'}-right"))
             return tagged.group_by(tag_key).window(window).aggregate(CO_GROUP, name=name or "co-group")
         _check_bounded(self, "co_group (without a window)")
         _check_bounded(other, "co_group (without a window)")
-        return self._next(CoGroupSpec(key_fn, other_key_fn), name or "co-group", upstream=[self.node, other.node],
-                          timestamped=False)
+        return self._next(spec, name or "co-group", upstream=[self.node, other.node], timestamped=False)
 
     def rebalance(self, key_fn: Callable[[Any], Hashable] | None = None) -> Stage:
         """Spread items over the next stage's instances (round-robin, or by ``key_fn``); stops fusion."""
@@ -364,6 +548,38 @@ class GroupedStage:
         _check_window(self.stage, window_def)
         return WindowedStage(self.stage, self.key_fn, window_def)
 
+    def rolling_aggregate(self, op: AggregateOperation, name: str | None = None) -> Stage:
+        """After every item, ``(key, running result of op)`` over the items of its key so far
+        (batch or stream, items keep their timestamps); see `jetbench.processors.rolling_aggregate`."""
+        _check_op(self.stage, op)
+        spec = self.stage._declare(lambda: RollingAggregate(self.key_fn, op))
+        return self.stage._next(spec, name or "rolling-aggregate")
+
+    def map_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any, Any], Any],
+                     ttl: float | None = None, on_evict: Callable[[Any, Any, Any], Any] | None = None,
+                     name: str | None = None) -> Stage:
+        """``fn(state, key, item)`` with one state per key (``create_fn()``): the new item (None:
+        none); with ``ttl`` (ms, timestamped stages) a key's state is evicted once its latest item
+        is that far behind the watermark, ``on_evict(state, key, watermark)`` giving a last item.
+        See `jetbench.processors.map_stateful`."""
+        return self.stage._stateful("map", self.key_fn, create_fn, fn, ttl, on_evict, name)
+
+    def filter_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any, Any], Any],
+                        ttl: float | None = None, name: str | None = None) -> Stage:
+        """Keep the items for which ``fn(state, key, item)`` is true, one state per key."""
+        return self.stage._stateful("filter", self.key_fn, create_fn, fn, ttl, None, name)
+
+    def flat_map_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any, Any], Any],
+                          ttl: float | None = None, on_evict: Callable[[Any, Any, Any], Any] | None = None,
+                          name: str | None = None) -> Stage:
+        """Every item of ``fn(state, key, item)``, one state per key (``on_evict`` gives items)."""
+        return self.stage._stateful("flat_map", self.key_fn, create_fn, fn, ttl, on_evict, name)
+
+    def distinct(self, name: str | None = None) -> Stage:
+        """The first item of each key (batch stages only); see `jetbench.processors.distinct`."""
+        _check_bounded(self.stage, "group_by(...).distinct")
+        return self.stage._next(Distinct(self.key_fn), name or "distinct")
+
 
 class WindowedStage:
     """A stage with a window definition (and maybe a key); ``aggregate`` emits `WindowResult` items."""
@@ -379,7 +595,7 @@ class WindowedStage:
             raise PipelineError(f"stage {self.stage.name!r}: session windows need an aggregate op with combine")
         if self.window_def.kind == "sliding" and not self.window_def.is_tumbling and op.combine is None:
             raise PipelineError(f"stage {self.stage.name!r}: sliding windows need an aggregate op with combine")
-        spec = WindowAggregateSpec(self.key_fn, op, self.window_def)
+        spec = self.stage._declare(lambda: WindowAggregate(self.key_fn, op, self.window_def))
         return self.stage._next(spec, name or f"window-{self.window_def!r}", timestamped=True)
 
 

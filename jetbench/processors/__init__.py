@@ -1,18 +1,20 @@
 """Built-in processors, one module per vertex kind.
 
 Each module holds one kind: its processor class (``...P``), the function that makes its vertex
-supplier, and how the Pipeline planner and the DAG builder use it. Shared pieces: `supplier`
+supplier, and how the Pipeline planner and the DAG builder use it, all from one declaration of
+its parameters (`kind_params`). Shared pieces: `supplier`
 (`ProcessorSupplier`, the generic supplier), `emitter` (batch emission that keeps what the
 outbox refuses), `aggregate_operation` (the operations ``jetbench.aggregate`` offers) and
 `window_definition` (the windows ``jetbench.window`` offers).
 
 =========================  ===========================================================
-sources                    `items_source`, `files_source`, `generator_source`, `test_stream_source`
+sources                    `items_source`, `files_source`, `generator_source`, `event_stream_source`
 stateless                  `transform` (map, filter, flat_map, fused chains: `transform_chain`)
 with a service             `map_using_service`, `map_using_service_async`
 aggregation                `aggregation` (keyed or global, one or two stages)
 joins                      `hash_join`, `co_group`
-event time                 `insert_watermarks`, `window_aggregate`, `flat_map_stateful` (keyed state, timers)
+event time                 `insert_watermarks`, `window_aggregate` (`sliding_window`, `session_window`),
+                           `flat_map_stateful` (keyed state, timers)
 sinks                      `collect_sink`, `noop_sink`, `to_dict_sink`, `callback_sink`,
                            `pandas_sink`, `files_sink`, `latency_sink`
 =========================  ===========================================================

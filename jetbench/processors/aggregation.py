@@ -23,23 +23,12 @@ from .aggregate_operation import (
     is_identity,
     require_operation,
 )
-from .builder_kind import (
-    AGGREGATE_IMPORT,
-    KEY,
-    OP,
-    VALUE,
-    Kind,
-    Reader,
-    operation,
-    operation_code,
-    read_operation,
-    single_instance,
-    value_fn,
-)
+from .builder_kind import single_instance
 from .emitter import EmittingProcessor
+from .kind_params import KindParamError, KindParams, aggregate_op, code
 from .planning import Output, Planner, PlanNode, StageSpec, pair_key
 from .snapshotting import EntrySaver
-from .supplier import ProcessorSupplier, made_by, set_builder_code
+from .supplier import set_builder_code
 
 _MISSING = object()
 
@@ -199,26 +188,6 @@ class CombineByKeyP(_KeyedEmitterP):
             groups[key] = acc if current is _MISSING else combine(current, acc)
 
 
-def accumulate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> ProcessorSupplier:
-    """Stage-1 supplier: emits ``(key, accumulator)`` when its input completes."""
-    op = require_operation(op, "accumulate_by_key()")
-    return ProcessorSupplier(AccumulateByKeyP, key_fn, op, label="accumulate_by_key")
-
-
-def combine_by_key(op: AggregateOperation) -> ProcessorSupplier:
-    """Stage-2 supplier: combines ``(key, accumulator)`` pairs, emits ``(key, result)``."""
-    op = require_operation(op, "combine_by_key()")
-    if op.combine is None:
-        raise JetbenchError("combine_by_key needs an AggregateOperation with combine")
-    return ProcessorSupplier(CombineByKeyP, op, label="combine_by_key")
-
-
-def aggregate_by_key(key_fn: Callable[[Any], Hashable], op: AggregateOperation) -> ProcessorSupplier:
-    """Single-stage supplier: emits ``(key, result)`` when its input completes."""
-    op = require_operation(op, "aggregate_by_key()")
-    return ProcessorSupplier(AccumulateByKeyP, key_fn, op, finish=True, label="aggregate_by_key")
-
-
 def _no_key(item: Any) -> None:
     return None
 
@@ -226,25 +195,129 @@ def _no_key(item: Any) -> None:
 set_builder_code(_no_key, "None")
 
 
-def global_accumulate(op: AggregateOperation) -> ProcessorSupplier:
-    """Global stage 1: emits ``(None, accumulator)`` when its input completes."""
-    op = require_operation(op, "global_accumulate()")
-    return ProcessorSupplier(AccumulateByKeyP, _no_key, op, label="global_accumulate")
+@mypyc_attr(native_class=False)  # the dataclasses below are ProcessorSuppliers, not native classes
+class _Aggregation(KindParams):
+    """What the six aggregation kinds share: their aggregate operation ``op``, checked (not a
+    dataclass: the fields are the subclasses', in the order of their arguments)."""
+
+    op: AggregateOperation
+    #: an operation with ``combine`` is needed (the kinds that combine accumulators)
+    combines = False
+
+    def check(self) -> None:
+        require_operation(self.op, f"{self.function}()", KindParamError)
+        if self.combines and self.op.combine is None:
+            raise KindParamError(f"{self.function} needs an AggregateOperation with combine")
+
+    def describe(self) -> str:
+        return self.function
 
 
-def global_combine(op: AggregateOperation) -> ProcessorSupplier:
-    """Global stage 2 (parallelism 1): combines stage-1 accumulators, emits the one result."""
-    op = require_operation(op, "global_combine()")
-    if op.combine is None:
-        raise JetbenchError("global_combine needs an AggregateOperation with combine")
-    return ProcessorSupplier(CombineByKeyP, op, values_only=True, emit_empty=True, label="global_combine")
+@mypyc_attr(native_class=False)
+@dataclass(frozen=True, eq=False, repr=False)
+class _GlobalAggregation(_Aggregation):
+    """An aggregation of ``op`` alone."""
+
+    op: AggregateOperation = aggregate_op()
 
 
-def global_aggregate(op: AggregateOperation) -> ProcessorSupplier:
-    """Global single stage (parallelism 1): emits the one result, ``finish(create())`` if empty."""
-    op = require_operation(op, "global_aggregate()")
-    return ProcessorSupplier(AccumulateByKeyP, _no_key, op, finish=True, values_only=True, emit_empty=True,
-                             label="global_aggregate")
+@mypyc_attr(native_class=False)
+@dataclass(frozen=True, eq=False, repr=False)
+class _KeyedAggregation(_Aggregation):
+    """An aggregation by ``key_fn`` of ``op``."""
+
+    key_fn: Callable[[Any], Hashable] = code("x", was=("key",), help="grouping key: an expression in x, or a function body")
+    op: AggregateOperation = aggregate_op()
+
+
+@mypyc_attr(native_class=False)
+@dataclass(frozen=True, eq=False, repr=False)
+class AccumulateByKey(_KeyedAggregation):
+    """Stage-1 supplier (``accumulate_by_key(key_fn, op)``): emits ``(key, accumulator)`` when
+    its input completes."""
+
+    processor = AccumulateByKeyP
+    function = "accumulate_by_key"
+
+
+@mypyc_attr(native_class=False)
+@dataclass(frozen=True, eq=False, repr=False)
+class AggregateByKey(_KeyedAggregation):
+    """Single-stage supplier (``aggregate_by_key(key_fn, op)``): emits ``(key, result)`` when its
+    input completes.
+
+    >>> from jetbench.processors import aggregate_by_key, counting
+    >>> aggregate_by_key(len, counting)
+    Traceback (most recent call last):
+        ...
+    jetbench.processors.kind_params.KindParamError: aggregate_by_key(): aggregate.counting is a factory of aggregate operations: call it, aggregate.counting()
+    """
+
+    processor = AccumulateByKeyP
+    function = "aggregate_by_key"
+
+    def arguments(self) -> dict[str, Any]:
+        return {**super().arguments(), "finish": True}
+
+
+@mypyc_attr(native_class=False)
+@dataclass(frozen=True, eq=False, repr=False)
+class CombineByKey(_GlobalAggregation):
+    """Stage-2 supplier (``combine_by_key(op)``): combines ``(key, accumulator)`` pairs, emits
+    ``(key, result)``."""
+
+    processor = CombineByKeyP
+    function = "combine_by_key"
+    combines = True
+
+
+@mypyc_attr(native_class=False)
+@dataclass(frozen=True, eq=False, repr=False)
+class GlobalAccumulate(_GlobalAggregation):
+    """Global stage 1 (``global_accumulate(op)``): emits ``(None, accumulator)`` when its input
+    completes."""
+
+    processor = AccumulateByKeyP
+    function = "global_accumulate"
+
+    def arguments(self) -> dict[str, Any]:
+        return {**super().arguments(), "key_fn": _no_key}
+
+
+@mypyc_attr(native_class=False)
+@dataclass(frozen=True, eq=False, repr=False)
+class GlobalCombine(_GlobalAggregation):
+    """Global stage 2 (``global_combine(op)``, parallelism 1): combines stage-1 accumulators,
+    emits the one result."""
+
+    processor = CombineByKeyP
+    function = "global_combine"
+    combines = True
+
+    def arguments(self) -> dict[str, Any]:
+        return {**super().arguments(), "values_only": True, "emit_empty": True}
+
+
+@mypyc_attr(native_class=False)
+@dataclass(frozen=True, eq=False, repr=False)
+class GlobalAggregate(_GlobalAggregation):
+    """Global single stage (``global_aggregate(op)``, parallelism 1): emits the one result,
+    ``finish(create())`` if empty."""
+
+    processor = AccumulateByKeyP
+    function = "global_aggregate"
+
+    def arguments(self) -> dict[str, Any]:
+        return {**super().arguments(), "key_fn": _no_key, "finish": True, "values_only": True, "emit_empty": True}
+
+
+#: the vertex suppliers of the six aggregation kinds (their declarations)
+accumulate_by_key = AccumulateByKey
+aggregate_by_key = AggregateByKey
+combine_by_key = CombineByKey
+global_accumulate = GlobalAccumulate
+global_combine = GlobalCombine
+global_aggregate = GlobalAggregate
 
 
 # -- in the Pipeline API ------------------------------------------------------------------------
@@ -329,54 +402,20 @@ class GroupAggregateSpec(StageSpec):
 # -- in the DAG builder ---------------------------------------------------------------------------
 
 
-def _kind_of(supplier: Any) -> str | None:
-    """Which of the six aggregation kinds made ``supplier`` (None: another processor)."""
-    if made_by(supplier, AccumulateByKeyP):
-        keyed = supplier.key_fn is not _no_key
-        if supplier.finish:
-            return "aggregate_by_key" if keyed and not supplier.values_only else \
-                "global_aggregate" if not keyed and supplier.values_only else None
-        return "accumulate_by_key" if keyed else "global_accumulate"
-    if made_by(supplier, CombineByKeyP):
-        return "global_combine" if supplier.values_only else "combine_by_key"
-    return None
-
-
-def _aggregation_kind(name: str, label: str, keyed: bool, description: str, **extra: Any) -> Kind:
-    """The kind of the aggregation supplier ``name([key,] op)``; its code is the same call."""
-    make = globals()[name]
-
-    def build(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
-        op = operation(p["op"], value_fn(p, f))
-        return make(f["key"], op) if keyed else make(op)
-
-    def code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
-        op = operation_code(p["op"], value_fn(p, f))
-        return (f"{name}({f['key']}, {op})" if keyed else f"{name}({op})"), \
-            {f"from jetbench.processors import {name}", AGGREGATE_IMPORT}
-
-    def read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-        if _kind_of(supplier) != name:
-            return None
-        params = read_operation(supplier.op, reader)
-        if keyed:
-            params["key"] = reader.code(supplier.key_fn, "key")
-        return params
-
-    return Kind(name, label, "aggregate", True, True, (KEY, OP, VALUE) if keyed else (OP, VALUE), build, code,
-                description, read=read, **extra)
-
-
 BUILDER_KINDS = (
-    _aggregation_kind("aggregate_by_key", "aggregate by key", True, "emits (key, result) when the input completes"),
-    _aggregation_kind("accumulate_by_key", "accumulate by key", True, "stage 1 of two: emits (key, accumulator)"),
-    _aggregation_kind("combine_by_key", "combine by key", False, "stage 2 of two: combines (key, accumulator) pairs"),
-    _aggregation_kind("global_aggregate", "aggregate (global)", False,
-                      "one result over all items, when the input completes", parallelism=1,
-                      check=single_instance("a global aggregate")),
-    _aggregation_kind("global_accumulate", "accumulate (global)", False,
-                      "stage 1 of two: emits (None, accumulator) per instance"),
-    _aggregation_kind("global_combine", "combine (global)", False,
-                      "stage 2 of two: combines the accumulators into the one result", parallelism=1,
-                      check=single_instance("a global combine")),
+    AggregateByKey.builder_kind(id="aggregate_by_key", label="aggregate by key", category="aggregate", inputs=True,
+                                outputs=True, description="emits (key, result) when the input completes"),
+    AccumulateByKey.builder_kind(id="accumulate_by_key", label="accumulate by key", category="aggregate",
+                                 inputs=True, outputs=True, description="stage 1 of two: emits (key, accumulator)"),
+    CombineByKey.builder_kind(id="combine_by_key", label="combine by key", category="aggregate", inputs=True,
+                              outputs=True, description="stage 2 of two: combines (key, accumulator) pairs"),
+    GlobalAggregate.builder_kind(id="global_aggregate", label="aggregate (global)", category="aggregate",
+                                 inputs=True, outputs=True, description="one result over all items, when the input completes",
+                                 parallelism=1, check=single_instance("a global aggregate")),
+    GlobalAccumulate.builder_kind(id="global_accumulate", label="accumulate (global)", category="aggregate",
+                                  inputs=True, outputs=True,
+                                  description="stage 1 of two: emits (None, accumulator) per instance"),
+    GlobalCombine.builder_kind(id="global_combine", label="combine (global)", category="aggregate", inputs=True,
+                               outputs=True, description="stage 2 of two: combines the accumulators into the one result",
+                               parallelism=1, check=single_instance("a global combine")),
 )

@@ -1,6 +1,8 @@
 """How the DAG builder offers a vertex kind: `Param` (one parameter), `Kind` (how the kind is
 shown, checked, built into a processor supplier, read back from a supplier and written as
-code), and what kinds share (the aggregate-operation parameters, the read-back helpers).
+code), and what kinds share (the aggregate-operation parameters, the read-back helpers). A
+kind module makes its `Kind` from its parameters' one declaration
+(`jetbench.processors.kind_params`); the builder's own kinds are written out here.
 
 A processor module declares its kinds in ``BUILDER_KINDS`` beside its processor; the builder
 (`jetbench.notebook.builder`) collects them. Plain data plus functions: nothing here imports the
@@ -15,7 +17,7 @@ when the DAG is built (``range(100)``).
 >>> kind.read(items_source(range(3)), LiteralReader())
 {'items': 'range(3)'}
 >>> kind.code({"items": "range(3)"}, {})
-('items_source(range(3))', {'from jetbench.processors import items_source'})
+('items_source(range(3))', {'from jetbench.processors.items_source import items_source'})
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ class Param:
     ``str``, ``bool`` or ``choice``. ``optional`` parameters may be empty ("" / None), meaning
     "not given"; a required ``str`` must not be empty. Numbers must be >= ``minimum`` (> with
     ``strict``). ``when=(other, values)``: the parameter only applies while parameter ``other``
-    has one of ``values`` (it is neither checked nor used otherwise).
+    has one of ``values`` (it is neither checked nor used otherwise). ``was``: the names the
+    parameter had before (a document that still uses one loads, see `Kind.upgrade`).
     """
 
     name: str
@@ -63,6 +66,7 @@ class Param:
     strict: bool = False
     when: tuple[str, tuple[Any, ...]] | None = None
     asynchronous: bool = False
+    was: tuple[str, ...] = ()
 
     def applies(self, params: dict[str, Any]) -> bool:
         """False while ``when`` rules the parameter out for these ``params``."""
@@ -150,6 +154,18 @@ class Kind:
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
 
+    def upgrade(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with each parameter's former name (`Param.was`) replaced by its name.
+
+        >>> from jetbench.processors.map_using_service import BUILDER_KINDS
+        >>> BUILDER_KINDS[0].upgrade({"service": "dict()", "fn": "x"})
+        {'service_factory': 'dict()', 'fn': 'x'}
+        """
+        renamed = {old: p.name for p in self.params for old in p.was}
+        if not renamed or not renamed.keys() & params.keys():
+            return params
+        return {renamed.get(name, name): value for name, value in params.items()}
+
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label, "category": self.category, "inputs": self.inputs,
                 "outputs": self.outputs, "params": [p.to_json() for p in self.params],
@@ -230,11 +246,6 @@ def eval_expr(code: str, ns: dict[str, Any], label: str) -> Any:
     return eval(compile(code.strip(), f"<jetbench builder: {label}>", "eval"), ns)  # noqa: S307
 
 
-def none_if_empty(value: Any) -> Any:
-    """An optional parameter's value: "" means not given."""
-    return None if value == "" else value
-
-
 def literal_code(value: Any) -> str | None:
     """Source text that evaluates to ``value``: a range, or a literal (checked by `ast.literal_eval`).
 
@@ -284,17 +295,10 @@ OPS = {"counting": False, "summing": True, "averaging": True, "min_by": True, "m
 #: the operations that take a value function
 VALUE_OPS = tuple(name for name, takes in OPS.items() if takes)
 
-KEY = Param("key", "code", "x", help="grouping key: an expression in x, or a function body")
 OP = Param("op", "choice", "counting", choices=tuple(OPS), help="aggregate operation")
 VALUE = Param("value", "code", "x", when=("op", VALUE_OPS),
               help="value summed / averaged / compared (for summing, averaging, min_by, max_by)")
-TIMESTAMPED = Param("timestamped", "bool", False, help="items are (ts, item) pairs: work on the item, keep ts")
 AGGREGATE_IMPORT = "from jetbench import aggregate"
-
-
-def value_fn(p: dict[str, Any], f: dict[str, Any]) -> Any:
-    """The ``value`` function (or its text) when the chosen operation takes one, else None."""
-    return f.get("value") if p.get("op") in VALUE_OPS else None
 
 
 def operation(name: str, value: Callable[[Any], Any] | None) -> AggregateOperation:

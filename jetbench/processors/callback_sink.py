@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.processor import Processor
-from .builder_kind import Kind, Param, Reader
-from .supplier import ProcessorSupplier, made_by
+from .kind_params import KindParams, code
 
 
 class CallbackSinkP(Processor):
@@ -23,21 +22,25 @@ class CallbackSinkP(Processor):
         inbox.drain(self.fn)
 
 
-def callback_sink(fn: Callable[[Any], Any]) -> ProcessorSupplier:
-    """A sink calling ``fn(item)`` for every item, on the sink's worker thread."""
-    if not callable(fn):
-        raise JetbenchError(f"callback sink: fn must be callable, got {fn!r}")
-    return ProcessorSupplier(CallbackSinkP, fn, label=f"callback_sink({getattr(fn, '__name__', fn)})")
+@dataclass(frozen=True, eq=False, repr=False)
+class CallbackSink(KindParams):
+    """The callback sink's parameter and vertex supplier (``callback_sink``): ``fn(item)`` for
+    every item, on the sink's worker thread.
+
+    >>> callback_sink(print)
+    callback_sink(print)
+    """
+
+    fn: Callable[[Any], Any] = code("print(x)", help="called with every item (its result is ignored)")
+    processor = CallbackSinkP
+    function = "callback_sink"
 
 
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    return {"fn": reader.code(supplier.fn, "fn")} if made_by(supplier, CallbackSinkP) else None
+#: the callback sink's vertex supplier (its declaration, `CallbackSink`)
+callback_sink = CallbackSink
 
 
 BUILDER_KINDS = (
-    Kind("callback", "callback", "sink", True, False,
-         (Param("fn", "code", "print(x)", help="called with every item (its result is ignored)"),),
-         lambda p, f, ns: callback_sink(f["fn"]),
-         lambda p, f: (f"callback_sink({f['fn']})", {"from jetbench.processors.callback_sink import callback_sink"}),
-         "calls a function for every item", read=_read),
+    CallbackSink.builder_kind(id="callback", label="callback", category="sink", inputs=True, outputs=False,
+                              description="calls a function for every item"),
 )

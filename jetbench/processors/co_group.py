@@ -11,12 +11,11 @@ from typing import Any, ClassVar
 from ..core.dag import Routing
 from ..core.inbox import Inbox
 from .aggregate_operation import AggregateOperation
-from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
-from .hash_join import _check_keys
+from .kind_params import KindParams, code
 from .planning import Output, Planner, PlanNode, StageSpec
 from .snapshotting import EntrySaver
-from .supplier import ProcessorSupplier, made_by, set_builder_code
+from .supplier import set_builder_code
 
 
 class CoGroupP(EmittingProcessor):
@@ -78,34 +77,41 @@ class CoGroupP(EmittingProcessor):
                 group[1].extend(rights)
 
 
-def co_group(left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]) -> ProcessorSupplier:
-    """A vertex supplier grouping two keyed inputs (ordinals 0 and 1) by key, at the end of input."""
-    _check_keys("co_group", left_key, right_key)
-    return ProcessorSupplier(CoGroupP, left_key, right_key, label="co_group()")
-
-
-# -- in the Pipeline API ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CoGroupSpec(StageSpec):
-    """``stage.co_group(other, key_fn, other_key_fn)`` of two batch stages.
+@dataclass(frozen=True, eq=False, repr=False)
+class CoGroup(KindParams, StageSpec):
+    """The co-group's parameters, its vertex supplier (``co_group``) and its pipeline stage
+    (``stage.co_group(other, left_key, right_key)`` of two batch stages): two keyed inputs
+    (ordinals 0 and 1) grouped by key at the end of input.
 
     Planning: both inputs partitioned by their key, so a key's items of both sides meet in
     one instance. (With a window, the Pipeline API writes co_group as tagged items merged and
     window-aggregated with `CO_GROUP`, see `Tag`.)
+
+    >>> co_group(len, abs)
+    co_group()
     """
 
-    key_fn: Callable[[Any], Hashable]
-    other_key_fn: Callable[[Any], Hashable]
+    left_key: Callable[[Any], Hashable] = code("x", help="key of an item of input 0")
+    right_key: Callable[[Any], Hashable] = code("x", help="key of an item of input 1")
+    processor = CoGroupP
+    function = "co_group"
     kind: ClassVar[str] = "co_group"
+
+    def describe(self) -> str:
+        return "co_group()"
 
     def plan(self, planner: Planner, node: PlanNode) -> None:
         left, right = node.upstream
-        vertex = planner.vertex(node.name, co_group(self.key_fn, self.other_key_fn), node.local_parallelism)
-        planner.connect(left, vertex, ordinal=0, routing=Routing.PARTITIONED, key_fn=self.key_fn, plain=True)
-        planner.connect(right, vertex, ordinal=1, routing=Routing.PARTITIONED, key_fn=self.other_key_fn, plain=True)
+        vertex = planner.vertex(node.name, self, node.local_parallelism)
+        planner.connect(left, vertex, ordinal=0, routing=Routing.PARTITIONED, key_fn=self.left_key, plain=True)
+        planner.connect(right, vertex, ordinal=1, routing=Routing.PARTITIONED, key_fn=self.right_key, plain=True)
         planner.produce(node, Output(vertex, False))
+
+
+#: the co-group's vertex supplier (its declaration, see `CoGroup`)
+co_group = CoGroup
+#: the co-group as a pipeline stage
+CoGroupSpec = CoGroup
 
 
 class Tag:
@@ -150,12 +156,6 @@ CO_GROUP = AggregateOperation(create=_co_group_create, accumulate=_co_group_accu
 # -- in the DAG builder ---------------------------------------------------------------------------
 
 
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, CoGroupP):
-        return None
-    return {"left_key": reader.code(supplier.left_key, "left_key"), "right_key": reader.code(supplier.right_key, "right_key")}
-
-
 def _check(v: dict[str, Any], inbound: list[dict[str, Any]], outbound: list[dict[str, Any]]) -> list[tuple[str, str]]:
     if v["parallelism"] == 1:
         return []
@@ -169,11 +169,7 @@ def _edge_defaults(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
 
 
 BUILDER_KINDS = (
-    Kind("co_group", "co-group", "join", True, True,
-         (Param("left_key", "code", "x", help="key of an item of input 0"),
-          Param("right_key", "code", "x", help="key of an item of input 1")),
-         lambda p, f, ns: co_group(f["left_key"], f["right_key"]),
-         lambda p, f: (f"co_group({f['left_key']}, {f['right_key']})", {"from jetbench.processors.co_group import co_group"}),
-         "emits (key, [left items], [right items]) when both inputs complete", read=_read,
-         in_ports=("left", "right"), edge_defaults=_edge_defaults, check=_check),
+    CoGroup.builder_kind(id="co_group", label="co-group", category="join", inputs=True, outputs=True,
+                         description="emits (key, [left items], [right items]) when both inputs complete",
+                         in_ports=("left", "right"), edge_defaults=_edge_defaults, check=_check),
 )

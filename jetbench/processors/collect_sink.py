@@ -94,7 +94,8 @@ def collect_sink() -> ProcessorSupplier:
 
 
 BUILDER_KINDS = (
-    Kind("collect", "collect", "sink", True, False, (),
-         lambda p, f, ns: collect_sink(), lambda p, f: ("collect_sink()", {"from jetbench.processors import collect_sink"}),
-         "the job's result is the list of items", read=lambda s, r: {} if made_by(s, CollectSinkP) else None),
+    Kind(id="collect", label="collect", category="sink", inputs=True, outputs=False, params=(),
+         build=lambda p, f, ns: collect_sink(),
+         code=lambda p, f: ("collect_sink()", {"from jetbench.processors import collect_sink"}),
+         description="the job's result is the list of items", read=lambda s, r: {} if made_by(s, CollectSinkP) else None),
 )

@@ -114,5 +114,10 @@ class EmittingProcessor(Processor):
     def try_process_watermark(self, watermark: Watermark) -> bool:
         return self._emitter.flush() and self.outbox.offer(watermark)
 
+    def complete(self) -> bool:
+        """Done once the output the outbox refused has gone (a processor that emits more at
+        the end of its input overrides this)."""
+        return self._emitter.flush()
+
     def save_to_snapshot(self) -> bool:
         return self._emitter.flush()

@@ -30,14 +30,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar, TextIO
 
 from ..core.inbox import Inbox
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
-from .builder_kind import Kind, Param, Reader
+from .kind_params import KindParams, text
 from .snapshotting import instance_key, own_values
-from .supplier import ProcessorSupplier, made_by
 
 _KIND = "FilesSinkP"
 
@@ -199,26 +199,35 @@ class FilesSinkP(Processor):
                 file.close()
 
 
-def files_sink(directory: str | os.PathLike[str], encoding: str = "utf-8") -> ProcessorSupplier:
-    """A sink whose instance k writes ``str(item)`` lines to ``directory/part-{k:05d}`` (under a
-    processing guarantee: committed files ``directory/part-{k:05d}-{epoch:09d}``, see
-    `jetbench.processors.files_sink`)."""
-    directory = os.fspath(directory)
-    return ProcessorSupplier(FilesSinkP, directory, encoding, label=f"files_sink({directory!r})")
+@dataclass(frozen=True, eq=False, repr=False)
+class FilesSink(KindParams):
+    """The files sink's parameters and vertex supplier (``files_sink``): instance k writes
+    ``str(item)`` lines to ``directory/part-{k:05d}`` (under a processing guarantee: committed
+    files ``directory/part-{k:05d}-{epoch:09d}``, see `jetbench.processors.files_sink`).
+
+    >>> files_sink("out")
+    files_sink('out')
+    """
+
+    directory: str | os.PathLike[str] = text(shown="out", help="instance k writes directory/part-0000k, a line per item")
+    encoding: str = text("utf-8")
+    processor = FilesSinkP
+    function = "files_sink"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.directory, os.PathLike):
+            object.__setattr__(self, "directory", os.fspath(self.directory))
+        super().__post_init__()
+
+    def describe(self) -> str:
+        return f"files_sink({self.directory!r})"
 
 
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, FilesSinkP):
-        return None
-    return {"directory": supplier.directory, "encoding": supplier.encoding}
+#: the files sink's vertex supplier (its declaration, `FilesSink`); ``directory`` may be a path
+files_sink = FilesSink
 
 
 BUILDER_KINDS = (
-    Kind("files_sink", "write files", "sink", True, False,
-         (Param("directory", "str", "out", help="instance k writes directory/part-0000k, a line per item"),
-          Param("encoding", "str", "utf-8")),
-         lambda p, f, ns: files_sink(p["directory"], p["encoding"]),
-         lambda p, f: (f"files_sink({p['directory']!r}, {p['encoding']!r})",
-                       {"from jetbench.processors.files_sink import files_sink"}),
-         "writes str(item) lines to files", read=_read),
+    FilesSink.builder_kind(id="files_sink", label="write files", category="sink", inputs=True, outputs=False,
+                           description="writes str(item) lines to files"),
 )

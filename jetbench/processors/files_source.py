@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import glob
 import os
+from dataclasses import dataclass
 from typing import Any, ClassVar, TextIO
 
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
-from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
+from .kind_params import KindParams, text
 from .snapshotting import restored_position, save_position
-from .supplier import ProcessorSupplier, made_by
 
 #: Characters of text a file source reads per ``complete()`` call (then it returns).
 FILE_CHUNK_CHARS = 1 << 16
@@ -105,26 +105,29 @@ def matching_files(glob_pattern: str) -> list[str]:
     return paths
 
 
-def files_source(glob_pattern: str, encoding: str = "utf-8") -> ProcessorSupplier:
-    """A vertex supplier of `FilesSourceP`: the lines of the files matching ``glob_pattern``,
-    expanded once, here (a `JetbenchError` if nothing matches)."""
-    paths = matching_files(glob_pattern)
-    return ProcessorSupplier(FilesSourceP, paths, encoding, glob_pattern,
-                             label=f"files_source({glob_pattern!r}, {len(paths)} files)")
+@dataclass(frozen=True, eq=False, repr=False)
+class FilesSource(KindParams):
+    """The files source's parameters and vertex supplier (``files_source``): the lines of the
+    files matching ``glob_pattern``, expanded once, here (a `JetbenchError` if nothing matches).
+    """
+
+    glob_pattern: str = text(shown="data/*.txt", was=("pattern",), help="glob of the files to read (lines)")
+    encoding: str = text("utf-8")
+    processor = FilesSourceP
+    function = "files_source"
+
+    def arguments(self) -> dict[str, Any]:
+        return {**super().arguments(), "paths": matching_files(self.glob_pattern)}
+
+    def describe(self) -> str:
+        return f"files_source({self.glob_pattern!r}, {len(self.params['paths'])} files)"
 
 
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, FilesSourceP):
-        return None
-    return {"pattern": supplier.glob_pattern, "encoding": supplier.encoding}
+#: the files source's vertex supplier (its declaration, `FilesSource`)
+files_source = FilesSource
 
 
 BUILDER_KINDS = (
-    Kind("files", "files", "source", False, True,
-         (Param("pattern", "str", "data/*.txt", help="glob of the files to read (lines)"),
-          Param("encoding", "str", "utf-8")),
-         lambda p, f, ns: files_source(p["pattern"], p["encoding"]),
-         lambda p, f: (f"files_source({p['pattern']!r}, {p['encoding']!r})",
-                       {"from jetbench.processors.files_source import files_source"}),
-         "the lines of files matching a glob", read=_read),
+    FilesSource.builder_kind(id="files", label="files", category="source", inputs=False, outputs=True,
+                             description="the lines of files matching a glob"),
 )

@@ -90,12 +90,11 @@ from ..core.inbox import Inbox
 from ..core.items import BroadcastKey, Watermark
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
-from .builder_kind import Kind, Param, Reader
 from .due_keys import DueKeys
 from .emitter import Emitter
+from .kind_params import KindParamError, KindParams, code, flag
 from .planning import EventKey, Output, Planner, PlanNode, StageSpec
 from .snapshotting import EntrySaver
-from .supplier import ProcessorSupplier, made_by
 from .transform_chain import grouped_by
 
 _INF = math.inf
@@ -140,7 +139,6 @@ class FlatMapStatefulP(Processor):
                  on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None, sorted_input: bool = False,
                  order_key: Callable[[Any], Any] | None = None, fn_all: FnAll | None = None,
                  fn_items: FnItems | None = None):
-        _check(key_fn, create_fn, fn, on_timer, order_key, fn_all, sorted_input, fn_items)
         self.key_fn = key_fn
         self.create_fn = create_fn
         self.fn = fn
@@ -449,69 +447,56 @@ def _held_order(held: tuple[Any, Any, int, Any]) -> tuple[Any, Any, int]:
     return held[0], held[1], held[2]
 
 
-def _check(key_fn: Any, create_fn: Any, fn: Any, on_timer: Any, order_key: Any = None, fn_all: Any = None,
-           sorted_input: bool = False, fn_items: Any = None) -> None:
-    for what, f in (("key_fn", key_fn), ("create_fn", create_fn), ("fn", fn)):
-        if not callable(f):
-            raise JetbenchError(f"flat_map_stateful: {what} must be callable, got {f!r}")
-    if on_timer is not None and not callable(on_timer):
-        raise JetbenchError(f"flat_map_stateful: on_timer must be callable or None, got {on_timer!r}")
-    if order_key is not None and not callable(order_key):
-        raise JetbenchError(f"flat_map_stateful: order_key must be callable or None, got {order_key!r}")
-    if fn_all is not None and not callable(fn_all):
-        raise JetbenchError(f"flat_map_stateful: fn_all must be callable or None, got {fn_all!r}")
-    if fn_items is not None and not callable(fn_items):
-        raise JetbenchError(f"flat_map_stateful: fn_items must be callable or None, got {fn_items!r}")
-    if fn_all is not None and fn_items is not None:
-        raise JetbenchError("flat_map_stateful: give one batch form of fn, fn_all or fn_items, not both")
-    if fn_items is not None and sorted_input:
-        raise JetbenchError("flat_map_stateful: fn_items (a batch form of fn) does not go with sorted_input, where "
-                            "items are handed over one by one between timers")
-    if fn_all is not None and sorted_input:
-        raise JetbenchError("flat_map_stateful: fn_all (a batch form of fn) does not go with sorted_input, where "
-                            "items are handed over one by one between timers")
-
-
-def flat_map_stateful(key_fn: Callable[[Any], Hashable], create_fn: Callable[[], Any],
-                      fn: Callable[[Keyed, Any], Iterable[Any] | None],
-                      on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None,
-                      sorted_input: bool = False, order_key: Callable[[Any], Any] | None = None,
-                      fn_all: FnAll | None = None, fn_items: FnItems | None = None) -> ProcessorSupplier:
-    """A vertex supplier of `FlatMapStatefulP`: ``(ts, item)`` pairs in (partitioned by
-    ``key_fn(item)``), ``(ts, result)`` pairs out; ``fn_all`` or ``fn_items`` a batch form of
-    ``fn`` (not with ``sorted_input``)."""
-    _check(key_fn, create_fn, fn, on_timer, order_key, fn_all, sorted_input, fn_items)
-    return ProcessorSupplier(FlatMapStatefulP, key_fn, create_fn, fn, on_timer, bool(sorted_input), order_key,
-                             fn_all, fn_items, label=f"flat_map_stateful({getattr(fn, '__name__', fn)})")
-
-
-# -- in the Pipeline API ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FlatMapStatefulSpec(StageSpec):
-    """``stage.apply(FlatMapStatefulSpec(key_fn, create_fn, fn, on_timer, sorted_input, order_key, fn_all,
-    fn_items))`` on a timestamped stage: the results of ``fn`` and ``on_timer``, timestamped
-    (``fn_all``, ``fn_items``: batch forms of ``fn``, see the module's documentation).
+@dataclass(frozen=True, eq=False, repr=False)
+class FlatMapStateful(KindParams, StageSpec):
+    """The parameters of keyed state with an event-time timer, its vertex supplier
+    (``flat_map_stateful``: `FlatMapStatefulP`, ``(ts, item)`` pairs in, partitioned by
+    ``key_fn(item)``, ``(ts, result)`` pairs out) and its pipeline stage
+    (``stage.apply(FlatMapStatefulSpec(key_fn, create_fn, fn, on_timer, sorted_input, order_key,
+    fn_all, fn_items))`` on a timestamped stage). ``fn_all`` and ``fn_items`` are batch forms of
+    ``fn`` (not with ``sorted_input``, see the module's documentation).
 
     Planning: one vertex behind an edge partitioned by ``key_fn`` of the item, so each key lives
     in one instance.
+
+    >>> flat_map_stateful(len, list, lambda k, x: [x], fn_all=len, fn_items=len)
+    Traceback (most recent call last):
+        ...
+    jetbench.processors.kind_params.KindParamError: flat_map_stateful: give one batch form of fn, fn_all or fn_items, not both
     """
 
-    key_fn: Callable[[Any], Hashable]
-    create_fn: Callable[[], Any]
-    fn: Callable[[Keyed, Any], Iterable[Any] | None]
-    on_timer: Callable[[Keyed], Iterable[Any] | None] | None = None
-    sorted_input: bool = False
-    order_key: Callable[[Any], Any] | None = None
-    fn_all: FnAll | None = None
-    fn_items: FnItems | None = None
+    key_fn: Callable[[Any], Hashable] = code("x", was=("key",), help="the key of an item (the x of a (ts, x) pair)")
+    create_fn: Callable[[], Any] = code("None", args=(), was=("create",), help="a key's new state: an expression, or a function body")
+    fn: Callable[[Keyed, Any], Iterable[Any] | None] = code(
+        "[x]", args=("k", "x"), help="per item: the results (an iterable); k.key, k.state, k.timer (event time), k.time")
+    on_timer: Callable[[Keyed], Iterable[Any] | None] | None = code(
+        "", args=("k",), optional=True, help="when k.timer passes: the results (empty: the timer drops the key's state)")
+    sorted_input: bool = flag(help="hand items over in timestamp order, as the watermark passes")
+    order_key: Callable[[Any], Any] | None = code(
+        "", optional=True, when=("sorted_input", (True,)),
+        help="sorted input: the order of items with equal timestamps (empty: arrival)")
+    fn_all: FnAll | None = code(
+        "", args=("k", "pairs"), optional=True, when=("sorted_input", (False,)),
+        help="optional batch form of fn: one key's (ts, x) pairs of a batch at once; the (ts, result) pairs")
+    fn_items: FnItems | None = code(
+        "", args=("k", "items"), optional=True, when=("sorted_input", (False,)),
+        help="optional batch form of a fn that reads no k.time, instead of fn_all: one key's items of a "
+             "batch at once (k.time the batch's latest); the results")
+    processor = FlatMapStatefulP
+    function = "flat_map_stateful"
     kind: ClassVar[str] = "flat_map_stateful"
     uses_watermarks: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        _check(self.key_fn, self.create_fn, self.fn, self.on_timer, self.order_key, self.fn_all, self.sorted_input,
-               self.fn_items)
+    def check(self) -> None:
+        if self.fn_all is not None and self.fn_items is not None:
+            raise KindParamError("flat_map_stateful: give one batch form of fn, fn_all or fn_items, not both")
+        for name in ("fn_items", "fn_all"):
+            if getattr(self, name) is not None and self.sorted_input:
+                raise KindParamError(f"flat_map_stateful: {name} (a batch form of fn) does not go with sorted_input, "
+                                     "where items are handed over one by one between timers")
+
+    def describe(self) -> str:
+        return f"flat_map_stateful({getattr(self.fn, '__name__', self.fn)})"
 
     def output_timestamped(self, inputs: bool) -> bool:
         return True
@@ -521,57 +506,21 @@ class FlatMapStatefulSpec(StageSpec):
         if not planner.output(up).timestamped:
             raise JetbenchError(f"stage {node.name!r}: flat_map_stateful needs timestamped items (event time "
                                 "drives its timers): use a timestamped source or add_timestamps() first")
-        supplier = flat_map_stateful(self.key_fn, self.create_fn, self.fn, self.on_timer, self.sorted_input,
-                                     self.order_key, self.fn_all, self.fn_items)
-        vertex = planner.vertex(node.name, supplier, node.local_parallelism)
+        vertex = planner.vertex(node.name, self, node.local_parallelism)
         planner.connect(up, vertex, routing=Routing.PARTITIONED, key_fn=EventKey(self.key_fn))
         planner.produce(node, Output(vertex, True))
+
+
+#: the vertex supplier of keyed state with a timer (its declaration, `FlatMapStateful`)
+flat_map_stateful = FlatMapStateful
+#: the same as a pipeline stage
+FlatMapStatefulSpec = FlatMapStateful
 
 
 # -- in the DAG builder ---------------------------------------------------------------------------
 
 
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, FlatMapStatefulP):
-        return None
-    return {"key": reader.code(supplier.key_fn, "key"),
-            "create": reader.code(supplier.create_fn, "create", ()),
-            "fn": reader.code(supplier.fn, "fn", ("k", "x")),
-            "on_timer": reader.optional(supplier.on_timer, "on_timer", ("k",)),
-            "sorted_input": bool(supplier.sorted_input),
-            "order_key": reader.optional(supplier.order_key, "order_key"),
-            "fn_all": reader.optional(supplier.fn_all, "fn_all", ("k", "pairs")),
-            "fn_items": reader.optional(supplier.fn_items, "fn_items", ("k", "items"))}
-
-
-def _code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
-    fn_all, fn_items = f.get("fn_all"), f.get("fn_items")
-    return (f"flat_map_stateful({f['key']}, {f['create']}, {f['fn']}, {f.get('on_timer')}, {p['sorted_input']!r}, "
-            f"{f.get('order_key')}" + ("" if fn_all is None else f", fn_all={fn_all}")
-            + ("" if fn_items is None else f", fn_items={fn_items}") + ")",
-            {"from jetbench.processors.flat_map_stateful import flat_map_stateful"})
-
-
 BUILDER_KINDS = (
-    Kind("flat_map_stateful", "flat map stateful", "window", True, True,
-         (Param("key", "code", "x", help="the key of an item (the x of a (ts, x) pair)"),
-          Param("create", "code", "None", args=(), help="a key's new state: an expression, or a function body"),
-          Param("fn", "code", "[x]", args=("k", "x"),
-                help="per item: the results (an iterable); k.key, k.state, k.timer (event time), k.time"),
-          Param("on_timer", "code", "", args=("k",), optional=True,
-                help="when k.timer passes: the results (empty: the timer drops the key's state)"),
-          Param("sorted_input", "bool", False, help="hand items over in timestamp order, as the watermark passes"),
-          Param("order_key", "code", "", optional=True, when=("sorted_input", (True,)),
-                help="sorted input: the order of items with equal timestamps (empty: arrival)"),
-          Param("fn_all", "code", "", args=("k", "pairs"), optional=True, when=("sorted_input", (False,)),
-                help="optional batch form of fn: one key's (ts, x) pairs of a batch at once; the (ts, result) pairs"),
-          Param("fn_items", "code", "", args=("k", "items"), optional=True, when=("sorted_input", (False,)),
-                help="optional batch form of a fn that reads no k.time, instead of fn_all: one key's items of a "
-                     "batch at once (k.time the batch's latest); the results")),
-         lambda p, f, ns: flat_map_stateful(f["key"], f["create"], f["fn"], f.get("on_timer"), p["sorted_input"],
-                                            f.get("order_key") if p["sorted_input"] else None,
-                                            None if p["sorted_input"] else f.get("fn_all"),
-                                            None if p["sorted_input"] else f.get("fn_items")),
-         _code,
-         "per-key state and an event-time timer over (ts, item) pairs", read=_read),
+    FlatMapStateful.builder_kind(id="flat_map_stateful", label="flat map stateful", category="window", inputs=True,
+                                 outputs=True, description="per-key state and an event-time timer over (ts, item) pairs"),
 )

@@ -3,20 +3,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from ..core.clock import SYSTEM_CLOCK
-from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
-from .builder_kind import Kind, Param, Reader, none_if_empty
 from .emitter import EmittingProcessor
+from .kind_params import KindParams, code, flag, number
 from .snapshotting import restored_position, save_position
-from .supplier import ProcessorSupplier, made_by
 
 #: the end of an unbounded generator: a sequence number never reached (36 years at 10^9 items/s),
 #: small enough to stay a native int when compiled (``sys.maxsize`` would be a boxed one)
@@ -118,49 +116,36 @@ class GeneratorP(EmittingProcessor):
         return stop >= end and not emitter.pending
 
 
-def generator_source(
-    rate_per_s: object,
-    item_fn: Callable[[int], Any] | None = None,
-    timestamped: bool = True,
-    count: object = None,
-) -> ProcessorSupplier:
-    """A vertex supplier of `GeneratorP`: ``item_fn(seq)`` at ``rate_per_s`` items per second
-    over all instances (a number > 0), ``count`` of them in all (an int >= 0; None: unbounded).
-    The numbers are taken as any object and checked here (compiled, a ``float`` parameter would
-    refuse a wrong type with a bare TypeError, not naming the argument).
+@mypyc_attr(native_class=False)  # a plain dataclass (a ProcessorSupplier), not a native class
+@dataclass(frozen=True, eq=False, repr=False)
+class GeneratorSource(KindParams):
+    """The generator's parameters and vertex supplier (``generator_source``): `GeneratorP`,
+    ``item_fn(seq)`` at ``rate_per_s`` items per second over all instances (a number > 0),
+    ``count`` of them in all (an int >= 0; None: unbounded), checked here, a wrong one named
+    (fields of a plain dataclass: compiled, no bare TypeError refuses a wrong type first).
 
     >>> generator_source(1000, count=10)
     generator(1000/s, count=10)
     """
-    if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, int | float) or not rate_per_s > 0:
-        raise JetbenchError(f"generator: rate_per_s must be a number > 0, got {rate_per_s!r}")
-    if math.isinf(rate_per_s):
-        raise JetbenchError("generator: rate_per_s must be finite")
-    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-        raise JetbenchError(f"generator: count must be None or an int >= 0, got {count!r}")
-    if item_fn is not None and not callable(item_fn):
-        raise JetbenchError(f"generator: item_fn must be callable, got {item_fn!r}")
-    return ProcessorSupplier(GeneratorP, rate_per_s, item_fn, timestamped, count,
-                             label=f"generator({rate_per_s:g}/s, count={count})")
+
+    rate_per_s: int | float = number(shown=1000.0, minimum=0, strict=True, help="items per second over all instances")
+    item_fn: Callable[[int], Any] | None = code("", args=("s",), optional=True,
+                                                help="item for sequence number s (empty: s)")
+    timestamped: bool = flag(True, shown=False, help="emit (ts, item) pairs")
+    count: int | None = number(None, shown=1000, integer=True, minimum=0, optional=True,
+                           help="total items (empty: never ends)")
+    processor = GeneratorP
+    function = "generator_source"
+
+    def describe(self) -> str:
+        return f"generator({self.rate_per_s:g}/s, count={self.count})"
 
 
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, GeneratorP):
-        return None
-    return {"rate_per_s": float(supplier.rate_per_s), "count": supplier.count,
-            "timestamped": bool(supplier.timestamped), "item_fn": reader.optional(supplier.item_fn, "item_fn", ("s",))}
+#: the generator's vertex supplier (its declaration, `GeneratorSource`)
+generator_source = GeneratorSource
 
 
 BUILDER_KINDS = (
-    Kind("generator", "generator", "source", False, True,
-         (Param("rate_per_s", "float", 1000.0, minimum=0, strict=True, help="items per second over all instances"),
-          Param("count", "int", 1000, optional=True, minimum=0, help="total items (empty: never ends)"),
-          Param("timestamped", "bool", False, help="emit (ts, item) pairs"),
-          Param("item_fn", "code", "", args=("s",), optional=True, help="item for sequence number s (empty: s)")),
-         lambda p, f, ns: generator_source(p["rate_per_s"], f.get("item_fn"), p["timestamped"],
-                                           none_if_empty(p["count"])),
-         lambda p, f: (f"generator_source({p['rate_per_s']!r}, {f.get('item_fn')}, {p['timestamped']!r}, "
-                       f"{none_if_empty(p['count'])!r})",
-                       {"from jetbench.processors.generator_source import generator_source"}),
-         "items at a rate on the wall clock", read=_read),
+    GeneratorSource.builder_kind(id="generator", label="generator", category="source", inputs=False, outputs=True,
+                                 description="items at a rate on the wall clock"),
 )

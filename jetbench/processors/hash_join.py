@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ..core.dag import Routing
-from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
-from .builder_kind import Kind, Param, Reader
 from .emitter import EmittingProcessor
+from .kind_params import KindParams, choice, code, flag
 from .planning import Output, Planner, PlanNode, StageSpec
 from .snapshotting import instance_key, own_values
-from .supplier import ProcessorSupplier, made_by
 
 JOIN_KINDS = ("inner", "left")
 
@@ -46,7 +44,6 @@ class HashJoinP(EmittingProcessor):
         how: str = "inner",
         timestamped: bool = False,
     ):
-        _check_how(how)
         self.left_key = left_key
         self.right_key = right_key
         self.how = how
@@ -87,9 +84,6 @@ class HashJoinP(EmittingProcessor):
         if out:
             emitter.emit(out)
 
-    def complete(self) -> bool:
-        return self._emitter.flush()
-
     def save_to_snapshot(self) -> bool:
         if not self._emitter.flush():
             return False
@@ -101,63 +95,51 @@ class HashJoinP(EmittingProcessor):
             self.table = (mine or every)[0]
 
 
-def _check_keys(what: str, left_key: Any, right_key: Any) -> None:
-    for name, fn in (("left_key", left_key), ("right_key", right_key)):
-        if not callable(fn):
-            raise JetbenchError(f"{what}: {name} must be callable, got {fn!r}")
-
-
-def _check_how(how: Any) -> None:
-    if how not in JOIN_KINDS:
-        raise JetbenchError(f"hash_join: how must be one of {JOIN_KINDS}, got {how!r}")
-
-
-def hash_join(
-    left_key: Callable[[Any], Hashable],
-    right_key: Callable[[Any], Hashable],
-    how: str = "inner",
-    timestamped: bool = False,
-) -> ProcessorSupplier:
-    """A vertex supplier joining probe items (ordinal 0) against a build side (ordinal 1)."""
-    _check_keys("hash_join", left_key, right_key)
-    _check_how(how)
-    return ProcessorSupplier(HashJoinP, left_key, right_key, how, timestamped, label=f"hash_join(how={how!r})")
-
-
-# -- in the Pipeline API ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HashJoinSpec(StageSpec):
-    """``stage.hash_join(other, key_fn, other_key_fn, how)``.
+@dataclass(frozen=True, eq=False, repr=False)
+class HashJoin(KindParams, StageSpec):
+    """The hash join's parameters, its vertex supplier (``hash_join``) and its pipeline stage
+    (``stage.hash_join(other, left_key, right_key, how)``): probe items (input 0) against a
+    build side (input 1).
 
     Planning: the probe side (this stage) goes to input 0 as it is; the build side (``other``)
-    is broadcast to input 1 at a higher priority, so it is loaded before any probe item.
+    is broadcast to input 1 at a higher priority, so it is loaded before any probe item; the
+    plan sets ``timestamped`` as the probe side's items are.
+
+    >>> hash_join(len, abs, how="left")
+    hash_join(how='left')
+    >>> hash_join(len, abs, how="outer")
+    Traceback (most recent call last):
+        ...
+    jetbench.processors.kind_params.KindParamError: hash_join: how must be one of ('inner', 'left'), got 'outer'
     """
 
-    key_fn: Callable[[Any], Hashable]
-    other_key_fn: Callable[[Any], Hashable]
-    how: str = "inner"
+    left_key: Callable[[Any], Hashable] = code("x", help="key of a probe item (input 0)")
+    right_key: Callable[[Any], Hashable] = code("x", help="key of a build item (input 1)")
+    how: str = choice(JOIN_KINDS, "inner", help="left: also (item, None) without match")
+    timestamped: bool = flag(help="probe items are (ts, item) pairs")
+    processor = HashJoinP
+    function = "hash_join"
     kind: ClassVar[str] = "hash_join"
+
+    def describe(self) -> str:
+        return f"hash_join(how={self.how!r})"
 
     def plan(self, planner: Planner, node: PlanNode) -> None:
         left, right = node.upstream
         timestamped = planner.output(left).timestamped
-        vertex = planner.vertex(node.name, hash_join(self.key_fn, self.other_key_fn, self.how, timestamped=timestamped),
-                                node.local_parallelism)
+        vertex = planner.vertex(node.name, replace(self, timestamped=timestamped), node.local_parallelism)
         planner.connect(left, vertex, ordinal=0)
         planner.connect(right, vertex, ordinal=1, routing=Routing.BROADCAST, priority=-1, plain=True)
         planner.produce(node, Output(vertex, timestamped))
 
 
+#: the hash join's vertex supplier (its declaration, see `HashJoin`)
+hash_join = HashJoin
+#: the hash join as a pipeline stage (``stage.apply(HashJoinSpec(left_key, right_key))``)
+HashJoinSpec = HashJoin
+
+
 # -- in the DAG builder ---------------------------------------------------------------------------
-
-
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, HashJoinP):
-        return None
-    return {"left_key": reader.code(supplier.left_key, "left_key"), "right_key": reader.code(supplier.right_key, "right_key"),
-            "how": supplier.how, "timestamped": bool(supplier.timestamped)}
 
 
 def _check(v: dict[str, Any], inbound: list[dict[str, Any]], outbound: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -179,14 +161,7 @@ def _edge_defaults(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
 
 
 BUILDER_KINDS = (
-    Kind("hash_join", "hash join", "join", True, True,
-         (Param("left_key", "code", "x", help="key of a probe item (input 0)"),
-          Param("right_key", "code", "x", help="key of a build item (input 1)"),
-          Param("how", "choice", "inner", choices=JOIN_KINDS, help="left: also (item, None) without match"),
-          Param("timestamped", "bool", False, help="probe items are (ts, item) pairs")),
-         lambda p, f, ns: hash_join(f["left_key"], f["right_key"], p["how"], p["timestamped"]),
-         lambda p, f: (f"hash_join({f['left_key']}, {f['right_key']}, {p['how']!r}, {p['timestamped']!r})",
-                       {"from jetbench.processors.hash_join import hash_join"}),
-         "emits (probe item, build item) per key match; the build side is loaded first", read=_read,
-         in_ports=("probe", "build"), edge_defaults=_edge_defaults, check=_check),
+    HashJoin.builder_kind(id="hash_join", label="hash join", category="join", inputs=True, outputs=True,
+                          description="emits (probe item, build item) per key match; the build side is loaded first",
+                          in_ports=("probe", "build"), edge_defaults=_edge_defaults, check=_check),
 )

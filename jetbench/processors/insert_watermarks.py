@@ -40,23 +40,21 @@ import math
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Any, ClassVar
 
 from ..core.clock import SYSTEM_CLOCK
 from ..core.dag import Routing
-from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.items import IDLE_MESSAGE, Chunk, Stamped, Watermark, chunk_tail, unzip_pairs
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
-from .builder_kind import Kind, Param, Reader, none_if_empty
 from .emitter import Emitter
+from .kind_params import KindParams, code, number, planned
 from .planning import Output, Planner, PlanNode, StageSpec
 from .snapshotting import instance_key, own_values
-from .supplier import ProcessorSupplier, made_by
 
 _first = itemgetter(0)
 
@@ -113,7 +111,6 @@ class InsertWatermarksP(Processor):
         idle_timeout_ms: int | float | None = 60_000,
         ordered: bool = False,
     ):
-        _check_args(ts_fn, allowed_lag, throttle_frame)
         self.ts_fn = ts_fn
         #: the input's timestamps never decrease (a source that says so): a batch's last timestamp
         #: is its largest, and the items that raise the watermark are found by bisection
@@ -286,64 +283,46 @@ class InsertWatermarksP(Processor):
             self._last_item_at = self._monotonic() - self.idle_timeout_ms / 1000.0
 
 
-def _check_args(ts_fn: Any, allowed_lag: Any, throttle_frame: Any) -> None:
-    if ts_fn is not None and not callable(ts_fn):
-        raise JetbenchError(f"insert_watermarks: ts_fn must be callable or None, got {ts_fn!r}")
-    if isinstance(allowed_lag, bool) or not isinstance(allowed_lag, int | float) or allowed_lag < 0:
-        raise JetbenchError(
-            f"insert_watermarks: allowed_lag must be a number >= 0 (ms), got {allowed_lag!r}"
-        )
-    if (
-        isinstance(throttle_frame, bool)
-        or not isinstance(throttle_frame, int)
-        or throttle_frame <= 0
-    ):
-        raise JetbenchError(
-            f"insert_watermarks: throttle_frame must be a positive int (ms), got {throttle_frame!r}"
-        )
-
-
-def insert_watermarks(
-    ts_fn: Callable[[Any], int | float] | None,
-    allowed_lag: object = 0,
-    throttle_frame: object = 1000,
-    idle_timeout_ms: int | float | None = 60_000,
-    ordered: bool = False,
-) -> ProcessorSupplier:
-    """A vertex supplier emitting ``(ts, item)`` pairs and limiting-lag watermarks.
+@mypyc_attr(native_class=False)  # a plain dataclass (a ProcessorSupplier), as StageSpec (interpreted) is
+@dataclass(frozen=True, eq=False, repr=False)
+class InsertWatermarks(KindParams, StageSpec):
+    """The parameters of watermark insertion, its vertex supplier (``insert_watermarks``:
+    ``(ts, item)`` pairs and limiting-lag watermarks) and its pipeline stage
+    (``stage.add_timestamps(ts_fn, allowed_lag)``; the plan sets ``throttle_frame`` to the
+    pipeline's watermark frame).
 
     ``ts_fn=None``: the input already consists of ``(ts, item)`` pairs. ``ordered``: the input's
     timestamps never decrease (the planner says so after a source that does), so a batch's last
     timestamp is its largest and no batch is scanned for its maximum; were they to decrease, a
     watermark would only come later than it could, never earlier. ``allowed_lag`` (ms, a
-    number >= 0) and ``throttle_frame`` (ms, an int > 0) are taken as any object and checked here,
-    so that a wrong one is named (compiled, an ``int`` parameter refuses it with a bare TypeError).
-    """
-    _check_args(ts_fn, allowed_lag, throttle_frame)
-    return ProcessorSupplier(InsertWatermarksP, ts_fn, allowed_lag, throttle_frame, idle_timeout_ms, bool(ordered),
-                             label=f"insert_watermarks(lag={allowed_lag}, frame={throttle_frame}"
-                                   f"{', ordered' if ordered else ''})")
-
-
-# -- in the Pipeline API ------------------------------------------------------------------------
-
-
-@mypyc_attr(native_class=False)  # a plain dataclass, as StageSpec (interpreted) is
-@dataclass(frozen=True)
-class TimestampsSpec(StageSpec):
-    """``stage.add_timestamps(ts_fn, allowed_lag)``: items become ``(ts, item)`` with watermarks.
+    number >= 0) and ``throttle_frame`` (ms, an int > 0) are checked here, a wrong one named.
 
     Planning: isolated from the stage before, as in Jet, so each upstream instance's order
     survives into its own watermarks (unicast when this stage has fewer instances).
+
+    >>> insert_watermarks(None, allowed_lag=20, throttle_frame=100)
+    insert_watermarks(lag=20, frame=100)
     """
 
-    ts_fn: Callable[[Any], int | float]
-    allowed_lag: int | float
-    idle_timeout_ms: int | float | None
+    ts_fn: Callable[[Any], int | float] | None = code(
+        "", optional=True, was=("ts",), help="event time (ms) of x (empty: x is a (ts, item) pair)")
+    allowed_lag: int | float = number(0, shown=0.0, minimum=0, help="ms")
+    throttle_frame: int = number(1000, integer=True, minimum=0, strict=True, help="ms")
+    idle_timeout_ms: int | float | None = number(60_000, shown=60_000.0, optional=True,
+                                     help="ms without items before the input counts as idle (empty: never)")
+    ordered: bool = planned(False)
+    processor = InsertWatermarksP
+    function = "insert_watermarks"
     kind: ClassVar[str] = "timestamps"
 
+    def describe(self) -> str:
+        return f"insert_watermarks(lag={self.allowed_lag}, frame={self.throttle_frame}{', ordered' if self.ordered else ''})"
+
+    def output_timestamped(self, inputs: bool) -> bool:
+        return True
+
     def plan(self, planner: Planner, node: PlanNode) -> None:
-        supplier = insert_watermarks(self.ts_fn, self.allowed_lag, planner.watermark_frame, self.idle_timeout_ms)
+        supplier = replace(self, throttle_frame=planner.watermark_frame)
         up = node.upstream[0]
         upstream = planner.output(up)
         lp = node.local_parallelism or upstream.vertex.local_parallelism
@@ -354,31 +333,13 @@ class TimestampsSpec(StageSpec):
         planner.produce(node, Output(vertex, True))
 
 
-# -- in the DAG builder ---------------------------------------------------------------------------
-
-
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, InsertWatermarksP):
-        return None
-    idle = supplier.idle_timeout_ms
-    return {"ts": reader.optional(supplier.ts_fn, "ts"), "allowed_lag": supplier.allowed_lag,
-            "throttle_frame": supplier.throttle_frame, "idle_timeout_ms": "" if idle is None else idle}
-
-
-def _code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
-    idle = "" if p.get("idle_timeout_ms") == 60_000 else f", {none_if_empty(p.get('idle_timeout_ms'))!r}"
-    return (f"insert_watermarks({f.get('ts')}, {p['allowed_lag']!r}, {p['throttle_frame']!r}{idle})",
-            {"from jetbench.processors.insert_watermarks import insert_watermarks"})
+#: the vertex supplier of watermark insertion (its declaration, `InsertWatermarks`)
+insert_watermarks = InsertWatermarks
+#: ``stage.add_timestamps(...)`` as a pipeline stage
+TimestampsSpec = InsertWatermarks
 
 
 BUILDER_KINDS = (
-    Kind("insert_watermarks", "insert watermarks", "window", True, True,
-         (Param("ts", "code", "", optional=True, help="event time (ms) of x (empty: x is a (ts, item) pair)"),
-          Param("allowed_lag", "float", 0.0, minimum=0, help="ms"),
-          Param("throttle_frame", "int", 1000, minimum=0, strict=True, help="ms"),
-          Param("idle_timeout_ms", "float", 60_000.0, optional=True,
-                help="ms without items before the input counts as idle (empty: never)")),
-         lambda p, f, ns: insert_watermarks(f.get("ts"), p["allowed_lag"], p["throttle_frame"],
-                                            none_if_empty(p.get("idle_timeout_ms"))),
-         _code, "timestamps items and emits watermarks", read=_read),
+    InsertWatermarks.builder_kind(id="insert_watermarks", label="insert watermarks", category="window",
+                                  inputs=True, outputs=True, description="timestamps items and emits watermarks"),
 )

@@ -4,6 +4,7 @@ the stamped items source: a timestamped stream held as two columns, emitted as s
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any, ClassVar
 
@@ -12,10 +13,10 @@ from ..core.inbox import Inbox
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
-from .builder_kind import Kind, Param, Reader, eval_expr
 from .emitter import EmittingProcessor
+from .kind_params import KindParams, expr
 from .snapshotting import restored_position, save_position
-from .supplier import ProcessorSupplier, made_by
+from .supplier import ProcessorSupplier
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -147,8 +148,11 @@ def stamped_items_source(ts: Sequence[Any], items: Sequence[Any]) -> ProcessorSu
     return ProcessorSupplier(StampedItemsSourceP, ts, items, label=f"stamped_items_source({len(items)} items)")
 
 
-def items_source(items: Iterable[Any]) -> ProcessorSupplier:
-    """A vertex supplier that emits ``items`` (a sequence is split over instances).
+@mypyc_attr(native_class=False)  # a plain dataclass (a ProcessorSupplier), not a native class
+@dataclass(frozen=True, eq=False, repr=False)
+class ItemsSource(KindParams):
+    """The items source's parameter and vertex supplier (``items_source``): emits ``items`` (a
+    sequence is split over instances).
 
     >>> from jetbench import DAG, Edge, ExecutionService
     >>> from jetbench.processors import collect_sink
@@ -158,19 +162,20 @@ def items_source(items: Iterable[Any]) -> ProcessorSupplier:
     >>> ExecutionService().run(dag)
     ['a', 'b', 'c']
     """
-    return ProcessorSupplier(ItemsSourceP, items, label=f"items_source({type(items).__name__})")
+
+    items: Iterable[Any] = expr("range(10)", help="a Python expression giving the items (evaluated at run)")
+    processor = ItemsSourceP
+    function = "items_source"
+
+    def describe(self) -> str:
+        return f"items_source({type(self.items).__name__})"
 
 
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, ItemsSourceP):
-        return None
-    return {"items": reader.literal(supplier.items, "items")}
+#: the items source's vertex supplier (its declaration, `ItemsSource`)
+items_source = ItemsSource
 
 
 BUILDER_KINDS = (
-    Kind("items", "items", "source", False, True,
-         (Param("items", "expr", "range(10)", help="a Python expression giving the items (evaluated at run)"),),
-         lambda p, f, ns: items_source(eval_expr(p["items"], ns, "items")),
-         lambda p, f: (f"items_source({p['items'].strip()})", {"from jetbench.processors import items_source"}),
-         "emits the items of an iterable", read=_read),
+    ItemsSource.builder_kind(id="items", label="items", category="source", inputs=False, outputs=True,
+                             description="emits the items of an iterable"),
 )

@@ -7,18 +7,17 @@ import math
 import random
 from bisect import bisect_left
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, ClassVar
 
 from ..core.clock import SYSTEM_CLOCK
-from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.native import mypyc_attr
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
-from .builder_kind import Kind, Param, Reader
+from .kind_params import KindParams, number
 from .snapshotting import instance_key, own_values
-from .supplier import ProcessorSupplier, made_by
 
 #: Latency samples a `LatencySinkP` keeps before it switches to reservoir sampling.
 LATENCY_SAMPLE_LIMIT = 1_000_000
@@ -96,12 +95,33 @@ class LatencySinkP(Processor):
             self.samples += samples[:max(0, self.limit - len(self.samples))]
 
 
-def latency_sink(limit: object = LATENCY_SAMPLE_LIMIT) -> ProcessorSupplier:
-    """A sink of ``(ts, item)`` events whose result is their end-to-end latency (one summary dict
-    over all instances, see `summarize_latency`); ``limit`` samples are kept per instance."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise JetbenchError(f"latency sink: limit must be an int >= 1, got {limit!r}")
-    return ProcessorSupplier(LatencySinkP, limit, label="latency_sink()", merge_results=summarize_latency)
+@mypyc_attr(native_class=False)  # a plain dataclass (a ProcessorSupplier), not a native class
+@dataclass(frozen=True, eq=False, repr=False)
+class LatencySink(KindParams):
+    """The latency sink's parameter and vertex supplier (``latency_sink``): a sink of
+    ``(ts, item)`` events whose result is their end-to-end latency (one summary dict over all
+    instances, see `summarize_latency`); ``limit`` samples are kept per instance.
+
+    >>> latency_sink(limit=0)
+    Traceback (most recent call last):
+        ...
+    jetbench.processors.kind_params.KindParamError: latency_sink: limit must be an int >= 1, got 0
+    """
+
+    limit: int = number(LATENCY_SAMPLE_LIMIT, integer=True, minimum=1, help="samples kept for the percentiles")
+    processor = LatencySinkP
+    function = "latency_sink"
+
+    def describe(self) -> str:
+        return "latency_sink()"
+
+    @staticmethod
+    def merge_results(parts: list[tuple[int, float, float, list[float]]]) -> dict[str, Any]:
+        return summarize_latency(parts)
+
+
+#: the latency sink's vertex supplier (its declaration, `LatencySink`)
+latency_sink = LatencySink
 
 
 _PERCENTILES = (("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99), ("p999_ms", 0.999))
@@ -142,15 +162,7 @@ def summarize_latency(parts: list[tuple[int, float, float, list[float]]]) -> dic
     return summary
 
 
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    return {"limit": supplier.limit} if made_by(supplier, LatencySinkP) else None
-
-
 BUILDER_KINDS = (
-    Kind("latency", "latency", "sink", True, False,
-         (Param("limit", "int", LATENCY_SAMPLE_LIMIT, minimum=1, help="samples kept for the percentiles"),),
-         lambda p, f, ns: latency_sink(p["limit"]),
-         lambda p, f: ("latency_sink()" if p["limit"] == LATENCY_SAMPLE_LIMIT else f"latency_sink({p['limit']!r})",
-                       {"from jetbench.processors.latency_sink import latency_sink"}),
-         "(ts, item) items; the job's result is end-to-end latency percentiles", read=_read),
+    LatencySink.builder_kind(id="latency", label="latency", category="sink", inputs=True, outputs=False,
+                             description="(ts, item) items; the job's result is end-to-end latency percentiles"),
 )

@@ -14,7 +14,7 @@ import inspect
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ..core.errors import JetbenchError
@@ -22,12 +22,11 @@ from ..core.inbox import Inbox
 from ..core.items import Watermark
 from ..core.outbox import Outbox
 from ..core.processor import ProcessorContext
-from .builder_kind import TIMESTAMPED, Kind, Param, Reader
 from .emitter import EmittingProcessor
-from .map_using_service import SERVICE, _check_service, _close_service
+from .kind_params import KindParams, code, flag, number
+from .map_using_service import _close_service, service_factory_param
 from .planning import Planner, PlanNode, StageSpec, plan_unary
 from .snapshotting import instance_key, own_values
-from .supplier import ProcessorSupplier, made_by
 
 #: Seconds `AsyncMapP.close` waits for its event loop to cancel the calls in flight and stop.
 ASYNC_SHUTDOWN_TIMEOUT_S = 5.0
@@ -228,65 +227,47 @@ class AsyncMapP(EmittingProcessor):
             await asyncio.get_running_loop().shutdown_asyncgens()
 
 
-def map_using_service_async(
-    service_factory: Callable[[], Any],
-    async_fn: Callable[[Any, Any], Coroutine[Any, Any, Any]],
-    max_concurrent: int = 16,
-    preserve_order: bool = True,
-    timestamped: bool = False,
-) -> ProcessorSupplier:
-    """A vertex supplier emitting ``await async_fn(service, item)``, up to ``max_concurrent``
-    calls in flight per instance, in input order unless ``preserve_order=False``."""
-    label = "map_using_service_async"
-    _check_service(label, service_factory, async_fn)
-    if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
-        raise JetbenchError(f"{label}: max_concurrent must be an int >= 1, got {max_concurrent!r}")
-    return ProcessorSupplier(AsyncMapP, service_factory, async_fn, max_concurrent, preserve_order, timestamped,
-                             label=f"{label}({getattr(async_fn, '__name__', async_fn)})")
+@dataclass(frozen=True, eq=False, repr=False)
+class MapUsingServiceAsync(KindParams, StageSpec):
+    """The parameters of a map through an asyncio service, its vertex supplier
+    (``map_using_service_async``: ``await async_fn(service, item)``, up to ``max_concurrent``
+    calls in flight per instance, in input order unless ``preserve_order=False``) and its
+    pipeline stage (``stage.map_using_service_async(service_factory, async_fn, max_concurrent)``:
+    one vertex, items keep their timestamps; the plan sets ``timestamped``).
 
+    >>> async def lookup(service, x):
+    ...     return service.get(x, x)
+    >>> map_using_service_async(dict, lookup, max_concurrent=0)
+    Traceback (most recent call last):
+        ...
+    jetbench.processors.kind_params.KindParamError: map_using_service_async: max_concurrent must be an int >= 1, got 0
+    """
 
-# -- in the Pipeline API ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MapUsingServiceAsyncSpec(StageSpec):
-    """``stage.map_using_service_async(service_factory, async_fn, max_concurrent)``: one vertex,
-    items keep their timestamps."""
-
-    service_factory: Callable[[], Any]
-    fn: Callable[[Any, Any], Any]
-    max_concurrent: int
+    service_factory: Callable[[], Any] = service_factory_param()
+    async_fn: Callable[[Any, Any], Coroutine[Any, Any, Any]] = code(
+        "x", args=("service", "x"), asynchronous=True, was=("fn",),
+        help="the body of an async function of service and x (use await), or an expression")
+    max_concurrent: int = number(16, integer=True, minimum=1, help="calls in flight per instance")
+    preserve_order: bool = flag(True, help="results in input order (else as they finish)")
+    timestamped: bool = flag(help="items are (ts, item) pairs: work on the item, keep ts")
+    processor = AsyncMapP
+    function = "map_using_service_async"
     kind: ClassVar[str] = "map_using_service_async"
 
+    def describe(self) -> str:
+        return f"map_using_service_async({getattr(self.async_fn, '__name__', self.async_fn)})"
+
     def plan(self, planner: Planner, node: PlanNode) -> None:
-        plan_unary(planner, node, lambda ts: map_using_service_async(
-            self.service_factory, self.fn, max_concurrent=self.max_concurrent, timestamped=ts))
+        plan_unary(planner, node, lambda ts: replace(self, timestamped=ts))
 
 
-# -- in the DAG builder ---------------------------------------------------------------------------
-
-
-def _read(supplier: Any, reader: Reader) -> dict[str, Any] | None:
-    if not made_by(supplier, AsyncMapP):
-        return None
-    return {"service": reader.code(supplier.service_factory, "service", ()),
-            "fn": reader.code(supplier.async_fn, "fn", ("service", "x"), asynchronous=True),
-            "max_concurrent": supplier.max_concurrent, "preserve_order": bool(supplier.preserve_order),
-            "timestamped": bool(supplier.timestamped)}
+#: the vertex supplier of a map through an asyncio service (its declaration, `MapUsingServiceAsync`)
+map_using_service_async = MapUsingServiceAsync
+MapUsingServiceAsyncSpec = MapUsingServiceAsync
 
 
 BUILDER_KINDS = (
-    Kind("map_using_service_async", "map using async service", "transform", True, True,
-         (SERVICE,
-          Param("fn", "code", "x", args=("service", "x"), asynchronous=True,
-                help="the body of an async function of service and x (use await), or an expression"),
-          Param("max_concurrent", "int", 16, minimum=1, help="calls in flight per instance"),
-          Param("preserve_order", "bool", True, help="results in input order (else as they finish)"),
-          TIMESTAMPED),
-         lambda p, f, ns: map_using_service_async(f["service"], f["fn"], p["max_concurrent"], p["preserve_order"],
-                                                  p["timestamped"]),
-         lambda p, f: (f"map_using_service_async({f['service']}, {f['fn']}, {p['max_concurrent']!r}, "
-                       f"{p['preserve_order']!r}, {p['timestamped']!r})",
-                       {"from jetbench.processors.map_using_service_async import map_using_service_async"}),
-         "await fn(service, x), several calls in flight, on an asyncio loop", read=_read),
+    MapUsingServiceAsync.builder_kind(
+        id="map_using_service_async", label="map using async service", category="transform", inputs=True,
+        outputs=True, description="await async_fn(service, x), several calls in flight, on an asyncio loop"),
 )

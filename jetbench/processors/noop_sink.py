@@ -22,7 +22,7 @@ def noop_sink() -> type[NoopSinkP]:
 
 
 BUILDER_KINDS = (
-    Kind("noop", "discard", "sink", True, False, (),
-         lambda p, f, ns: noop_sink(), lambda p, f: ("noop_sink()", {"from jetbench.processors import noop_sink"}),
-         "discards items", read=lambda s, r: {} if s is NoopSinkP else None),
+    Kind(id="noop", label="discard", category="sink", inputs=True, outputs=False, params=(),
+         build=lambda p, f, ns: noop_sink(), code=lambda p, f: ("noop_sink()", {"from jetbench.processors import noop_sink"}),
+         description="discards items", read=lambda s, r: {} if s is NoopSinkP else None),
 )

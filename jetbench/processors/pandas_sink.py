@@ -30,9 +30,9 @@ def pandas_sink() -> ProcessorSupplier:
 
 
 BUILDER_KINDS = (
-    Kind("pandas", "pandas DataFrame", "sink", True, False, (),
-         lambda p, f, ns: pandas_sink(),
-         lambda p, f: ("pandas_sink()", {"from jetbench.processors.pandas_sink import pandas_sink"}),
-         "the job's result is a pandas DataFrame of the items", read=lambda s, r: {} if made_by(s, PandasSinkP) else None,
+    Kind(id="pandas", label="pandas DataFrame", category="sink", inputs=True, outputs=False, params=(),
+         build=lambda p, f, ns: pandas_sink(),
+         code=lambda p, f: ("pandas_sink()", {"from jetbench.processors.pandas_sink import pandas_sink"}),
+         description="the job's result is a pandas DataFrame of the items", read=lambda s, r: {} if made_by(s, PandasSinkP) else None,
          requires=("pandas",)),
 )

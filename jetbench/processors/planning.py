@@ -131,6 +131,24 @@ def plan_unary(planner: Planner, node: PlanNode, make: Callable[[bool], Callable
     planner.produce(node, Output(vertex, timestamped))
 
 
+def plan_by_key(planner: Planner, node: PlanNode, key_fn: Callable[[Any], Any] | None,
+                make: Callable[[bool], Callable[[], Any]]) -> None:
+    """The rule of a one-input stage that keeps state per key: one vertex behind an edge
+    partitioned by ``key_fn`` of the item (its ``(ts, item)`` pair's item when timestamped), or,
+    for ``key_fn`` None (one state over all items), one vertex of parallelism 1 behind an
+    all-to-one edge. ``make(timestamped)`` gives the supplier; items keep their timestamps."""
+    (up,) = node.upstream
+    timestamped = planner.output(up).timestamped
+    supplier = make(timestamped)
+    if key_fn is None:
+        vertex = planner.vertex(node.name, supplier, 1)
+        planner.connect(up, vertex, routing=Routing.ALL_TO_ONE)
+    else:
+        vertex = planner.vertex(node.name, supplier, node.local_parallelism)
+        planner.connect(up, vertex, routing=Routing.PARTITIONED, key_fn=EventKey(key_fn) if timestamped else key_fn)
+    planner.produce(node, Output(vertex, timestamped))
+
+
 def pair_key(pair: tuple[Any, Any]) -> Any:
     """The key of a ``(key, value)`` pair: what stage 2 of an aggregation is partitioned by."""
     return pair[0]

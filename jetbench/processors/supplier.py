@@ -33,8 +33,20 @@ class ProcessorSupplier:
     processor's signature raise `JetbenchError` here, not in the job.
     """
 
+    processor: Callable[..., Any]
+    #: the processor's arguments by parameter name (``*args`` / ``**kwargs`` under their own names)
+    params: dict[str, Any]
+    label: str
+    _kinds: dict[str, Any]
+
     def __init__(self, processor: Callable[..., Any], /, *args: Any, label: str | None = None,
                  merge_results: Callable[[list[Any]], Any] | None = None, **kwargs: Any):
+        self._bind(processor, args, kwargs, label, merge_results)
+
+    def _bind(self, processor: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+              label: str | None, merge_results: Callable[[list[Any]], Any] | None) -> None:
+        """Bind the arguments to ``processor``'s signature (set without ``__setattr__``, so that
+        a frozen dataclass subclass, a kind's declaration (`jetbench.processors.kind_params`), binds too)."""
         if not callable(processor):
             raise JetbenchError(f"ProcessorSupplier needs a processor class or factory, got {processor!r}")
         try:
@@ -44,19 +56,22 @@ class ProcessorSupplier:
             name = getattr(processor, "__name__", processor)
             raise JetbenchError(f"{label or name}: {exc}") from None
         bound.apply_defaults()
-        self.processor = processor
-        #: the processor's arguments by parameter name (``*args`` / ``**kwargs`` under their own names)
-        self.params: dict[str, Any] = dict(bound.arguments)
-        self._kinds = {p.name: p.kind for p in signature.parameters.values()}
         default_label: str = getattr(processor, "__name__", type(processor).__name__)
-        self.label = label or default_label
+        values = {
+            "processor": processor,
+            "params": dict(bound.arguments),
+            "_kinds": {p.name: p.kind for p in signature.parameters.values()},
+            "label": label or default_label,
+        }
         if merge_results is not None:
-            self.merge_results = merge_results
+            values["merge_results"] = merge_results
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
     def __call__(self) -> Any:
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
-        kinds = self._kinds
+        kinds: dict[str, Any] = self._kinds
         for name, value in self.params.items():
             kind = kinds[name]
             if kind is inspect.Parameter.POSITIONAL_ONLY:

@@ -51,8 +51,8 @@ def to_dict_sink() -> ProcessorSupplier:
 
 
 BUILDER_KINDS = (
-    Kind("to_dict", "to dict", "sink", True, False, (),
-         lambda p, f, ns: to_dict_sink(),
-         lambda p, f: ("to_dict_sink()", {"from jetbench.processors.to_dict_sink import to_dict_sink"}),
-         "(key, value) items; the job's result is a dict", read=lambda s, r: {} if made_by(s, ToDictSinkP) else None),
+    Kind(id="to_dict", label="to dict", category="sink", inputs=True, outputs=False, params=(),
+         build=lambda p, f, ns: to_dict_sink(),
+         code=lambda p, f: ("to_dict_sink()", {"from jetbench.processors.to_dict_sink import to_dict_sink"}),
+         description="(key, value) items; the job's result is a dict", read=lambda s, r: {} if made_by(s, ToDictSinkP) else None),
 )

@@ -97,9 +97,6 @@ class TransformP(EmittingProcessor):
             else:
                 emitter.emit_stamped(out_ts, out)
 
-    def complete(self) -> bool:
-        return self._emitter.flush()
-
 
 def transform_processor(transform: Transform) -> ProcessorSupplier:
     """A vertex supplier running a (possibly fused) `Transform`."""
@@ -277,27 +274,27 @@ def _chain_code(p: dict[str, Any], f: dict[str, Any]) -> tuple[str, set[str]]:
 _IMPORT = "from jetbench.processors import "
 
 BUILDER_KINDS = (
-    Kind("map", "map", "transform", True, True,
-         (Param("fn", "code", "x", help="the new item: an expression in x, or a function body"),),
-         lambda p, f, ns: map_processor(f["fn"]),
-         lambda p, f: (f"map_processor({f['fn']})", {_IMPORT + "map_processor"}), "one item out per item in",
+    Kind(id="map", label="map", category="transform", inputs=True, outputs=True,
+         params=(Param("fn", "code", "x", help="the new item: an expression in x, or a function body"),),
+         build=lambda p, f, ns: map_processor(f["fn"]),
+         code=lambda p, f: (f"map_processor({f['fn']})", {_IMPORT + "map_processor"}), description="one item out per item in",
          read=_read_step(MAP)),
-    Kind("filter", "filter", "transform", True, True,
-         (Param("fn", "code", "True", help="keep the item when true: an expression in x, or a function body"),),
-         lambda p, f, ns: filter_processor(f["fn"]),
-         lambda p, f: (f"filter_processor({f['fn']})", {_IMPORT + "filter_processor"}), "keeps matching items",
+    Kind(id="filter", label="filter", category="transform", inputs=True, outputs=True,
+         params=(Param("fn", "code", "True", help="keep the item when true: an expression in x, or a function body"),),
+         build=lambda p, f, ns: filter_processor(f["fn"]),
+         code=lambda p, f: (f"filter_processor({f['fn']})", {_IMPORT + "filter_processor"}), description="keeps matching items",
          read=_read_step(FILTER)),
-    Kind("flat_map", "flat_map", "transform", True, True,
-         (Param("fn", "code", "[x]", help="an iterable of items: an expression in x, or a function body"),),
-         lambda p, f, ns: flat_map_processor(f["fn"]),
-         lambda p, f: (f"flat_map_processor({f['fn']})", {_IMPORT + "flat_map_processor"}),
-         "any number of items out per item in", read=_read_step(FLAT_MAP)),
-    Kind("transform", "fused transform", "transform", True, True,
-         (Param("steps", "steps", "map: x", help="one step a line: 'map: x + 1', 'filter: x > 0', "
+    Kind(id="flat_map", label="flat_map", category="transform", inputs=True, outputs=True,
+         params=(Param("fn", "code", "[x]", help="an iterable of items: an expression in x, or a function body"),),
+         build=lambda p, f, ns: flat_map_processor(f["fn"]),
+         code=lambda p, f: (f"flat_map_processor({f['fn']})", {_IMPORT + "flat_map_processor"}),
+         description="any number of items out per item in", read=_read_step(FLAT_MAP)),
+    Kind(id="transform", label="fused transform", category="transform", inputs=True, outputs=True,
+         params=(Param("steps", "steps", "map: x", help="one step a line: 'map: x + 1', 'filter: x > 0', "
                                                  "'flat_map: x.split()' (a body indented below 'map:')"),
           Param("timestamped", "bool", False, help="input items are (ts, item) pairs: steps see the item"),
           Param("keep_timestamps", "bool", True, help="timestamped input: emit (ts, item) pairs (else items)")),
-         lambda p, f, ns: transform_processor(_chain(p, f)), _chain_code,
-         "a chain of map/filter/flat_map run as one vertex (what the planner fuses); no steps: merge inputs",
+         build=lambda p, f, ns: transform_processor(_chain(p, f)), code=_chain_code,
+         description="a chain of map/filter/flat_map run as one vertex (what the planner fuses); no steps: merge inputs",
          read=_read_chain),
 )

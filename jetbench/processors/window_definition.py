@@ -70,3 +70,10 @@ def session(gap: int) -> WindowDefinition:
     """A window per burst of events; it closes after ``gap`` ms with no event for its key."""
     _positive("session window gap", gap)
     return WindowDefinition("session", gap=gap)
+
+
+def check_window_key(key_fn: Any) -> Any:
+    """``key_fn`` of a window processor: a callable, or None for one global window."""
+    if key_fn is not None and not callable(key_fn):
+        raise JetbenchError(f"window aggregation: key_fn must be callable or None, got {key_fn!r}")
+    return key_fn

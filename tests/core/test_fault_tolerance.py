@@ -45,8 +45,8 @@ from jetbench.processors import (
     items_source,
     map_processor,
 )
+from jetbench.processors.event_stream_source import event_stream_source
 from jetbench.processors.generator_source import generator_source
-from jetbench.processors.test_stream_source import test_stream_source
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,7 +157,7 @@ def test_an_aggregation_snapshotted_while_it_emits_its_results_emits_each_result
 
 @pytest.mark.parametrize("make", [
     lambda: items_source(range(50)),
-    lambda: test_stream_source([(t, f"e{t}") for t in range(50)]),
+    lambda: event_stream_source([(t, f"e{t}") for t in range(50)]),
 ])
 def test_a_source_restored_into_a_new_instance_emits_the_rest(make):
     supplier = make()

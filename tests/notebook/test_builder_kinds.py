@@ -27,12 +27,12 @@ from jetbench.processors import (
 from jetbench.processors.aggregate_operation import summing
 from jetbench.processors.callback_sink import callback_sink
 from jetbench.processors.co_group import co_group
+from jetbench.processors.event_stream_source import event_stream_source
 from jetbench.processors.files_sink import files_sink
 from jetbench.processors.hash_join import hash_join
 from jetbench.processors.latency_sink import latency_sink
 from jetbench.processors.map_using_service import map_using_service
 from jetbench.processors.map_using_service_async import map_using_service_async
-from jetbench.processors.test_stream_source import test_stream_source
 from jetbench.processors.to_dict_sink import to_dict_sink
 from jetbench.window import sliding, tumbling
 
@@ -91,7 +91,7 @@ def test_palette_offers_every_source_transform_join_and_sink_with_json_metadata(
     meta = {k["id"]: k for k in json.loads(json.dumps(p.to_json()))}
     assert meta["hash_join"]["in_ports"] == ["probe", "build"] and meta["hash_join"]["category"] == "join"
     assert meta["global_aggregate"]["parallelism"] == 1
-    assert next(q for q in meta["map_using_service_async"]["params"] if q["name"] == "fn")["asynchronous"]
+    assert next(q for q in meta["map_using_service_async"]["params"] if q["name"] == "async_fn")["asynchronous"]
     assert next(q for q in meta["window"]["params"] if q["name"] == "slide")["when"] == ["window", ["sliding"]]
 
 
@@ -223,19 +223,20 @@ def test_service_maps_blocking_and_async(tmp_path):
     ns = {"asyncio": asyncio}
     m = BuilderModel(namespace=ns)
     src = m.add_vertex("items", name="n", params={"items": "range(6)"})
-    svc = m.add_vertex("map_using_service", name="lookup", params={"service": "{i: i * 10 for i in range(6)}",
-                                                                     "fn": "service[x]"})
+    svc = m.add_vertex("map_using_service", name="lookup", params={
+        "service_factory": "{i: i * 10 for i in range(6)}", "fn": "service[x]"})
     slow = m.add_vertex("map_using_service_async", name="slow", params={
-        "service": "return asyncio.sleep", "fn": "await service(0.001)\nreturn x + 1", "max_concurrent": 3})
+        "service_factory": "return asyncio.sleep", "async_fn": "await service(0.001)\nreturn x + 1",
+        "max_concurrent": 3})
     m.connect(src, svc)
     m.connect(svc, slow)
     m.connect(slow, m.add_vertex("collect", name="out"))
     loaded = round_trips(m, tmp_path, ns)
     assert sorted(run(loaded.to_dag())) == [1, 11, 21, 31, 41, 51]
-    assert "async def v_slow_fn(service, x):\n    await service(0.001)\n    return x + 1" in m.to_code()
-    m.update_vertex(slow, params={"fn": "x +"})
-    assert messages(m, "slow") == [("fn: invalid syntax at line 1, column 4", "error")]
-    m.update_vertex(slow, params={"fn": "await service(0) or x", "max_concurrent": 0})
+    assert "async def v_slow_async_fn(service, x):\n    await service(0.001)\n    return x + 1" in m.to_code()
+    m.update_vertex(slow, params={"async_fn": "x +"})
+    assert messages(m, "slow") == [("async_fn: invalid syntax at line 1, column 4", "error")]
+    m.update_vertex(slow, params={"async_fn": "await service(0) or x", "max_concurrent": 0})
     assert messages(m, "slow") == [("max_concurrent: must be >= 1, got 0", "error")]
 
 
@@ -358,8 +359,9 @@ def test_a_dag_of_every_kind_opens_editable_and_rebuilds_an_equal_dag(tmp_path):
                         "total": "global_aggregate", "out": "collect"}
     params = {v["name"]: v["params"] for v in m.vertices}
     assert params["fused"]["steps"] == "map: x + 1\nflat_map: _twice(x)\nfilter: x != 3"
-    assert params["svc"] == {"service": "{4: 40}", "fn": "service.get(x, x)", "timestamped": False}
-    assert params["asvc"]["fn"] == "await _fetch(service, x)" and params["asvc"]["service"] == "dict()"
+    assert params["svc"] == {"service_factory": "{4: 40}", "fn": "service.get(x, x)", "timestamped": False,
+                             "mode": "map"}
+    assert params["asvc"]["async_fn"] == "await _fetch(service, x)" and params["asvc"]["service_factory"] == "dict()"
     assert params["join"]["left_key"] == "x % 3" and params["join"]["right_key"] == "x[0]"
     assert params["grp"] == {"left_key": "x[0]", "right_key": "x[0]"}
     assert params["total"] == {"op": "summing", "value": "x[0]"}
@@ -379,7 +381,7 @@ def test_pipelines_open_editable_fused_two_stage_and_windowed():
     m.load_dag(p)
     assert m.notes() == [] and m.problems() == []
     assert kinds(m)["fused(flat_map-tokenize, filter-bool)"] == "transform"
-    assert m.vertex("group-aggregate-accumulate")["params"] == {"key": "x", "op": "counting", "value": "x"}
+    assert m.vertex("group-aggregate-accumulate")["params"] == {"key_fn": "x", "op": "counting", "value": "x"}
     assert [e["key"] for e in m.edges if e["routing"] == "partitioned"] == ["x[0]"]
     # a module-level function not in the namespace comes with its import
     assert "from jetbench.wordcount import tokenize" in m.vertex("fused(flat_map-tokenize, filter-bool)")["params"]["steps"]
@@ -393,7 +395,7 @@ def test_pipelines_open_editable_fused_two_stage_and_windowed():
     mw.load_dag(w)
     assert mw.notes() == [] and mw.problems() == []
     assert mw.vertex("window-sliding(2000, 1000)")["params"] == {
-        "window": "sliding", "size": 2000, "slide": 1000, "gap": 1000, "key": "x[0]", "op": "summing",
+        "window": "sliding", "size": 2000, "slide": 1000, "gap": 1000, "key_fn": "x[0]", "op": "summing",
         "value": "len(x)"}
     assert [e["key"] for e in mw.edges if e["routing"] == "partitioned"] == ["x[1][0]"]
     assert mw.vertex("map-upper")["params"]["steps"] == "map: str.upper(x)"
@@ -451,7 +453,7 @@ def test_counting_op_and_tumbling_window_from_code_round_trip(tmp_path):
     from jetbench.processors.window_aggregate import window_aggregate
 
     dag = DAG()
-    src = dag.new_vertex("src", test_stream_source([(t, t % 3) for t in range(0, 3000, 250)]), 1)
+    src = dag.new_vertex("src", event_stream_source([(t, t % 3) for t in range(0, 3000, 250)]), 1)
     wm = dag.new_vertex("wm", insert_watermarks(None, 0, 500, None), 1)
     win = dag.new_vertex("win", window_aggregate(lambda x: x, counting(), tumbling(1000)), 1)
     sink_ = dag.new_vertex("sink", latency_sink(100), 1)

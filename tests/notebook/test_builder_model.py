@@ -340,7 +340,7 @@ def test_import_a_dag_maps_known_suppliers_to_palette_kinds_and_keeps_others_opa
     assert params["keep"] == {"fn": "x % 3 != 0"}
     assert params["split"] == {"fn": "[x, x + 1]"}
     assert params["source"] == {"items": repr(list(range(30)))}
-    assert params["wm"] == {"ts": "x * 10", "allowed_lag": 5, "throttle_frame": 100, "idle_timeout_ms": 60_000}
+    assert params["wm"] == {"ts_fn": "x * 10", "allowed_lag": 5, "throttle_frame": 100, "idle_timeout_ms": 60_000}
     assert params["count"]["label"] == "aggregate_by_key"
     assert params["count"]["reason"].startswith("its aggregate operation is hand-made")
     assert [p.to_json() for p in m.notes()] == [

@@ -27,7 +27,7 @@ async def fetch(service: dict, x: Any) -> Any:
 SAMPLES: dict[str, dict[str, Any]] = {
     "items": {"items": "[3, 1, 2]"},
     "generator": {"rate_per_s": 500.0, "count": 7, "timestamped": True, "item_fn": "s * 2"},
-    "files": {"pattern": "{tmp}/*.txt", "encoding": "latin-1"},
+    "files": {"glob_pattern": "{tmp}/*.txt", "encoding": "latin-1"},
     "test_stream": {"events": "[(0, 'a'), (5, 'b')]"},
     "spark_dataframe": {"df": "df", "columns": "", "as_": "tuple", "timestamp": ""},
     "spark_parquet": {"path": "{tmp}/t.parquet", "columns": "['word']", "as_": "value"},
@@ -37,21 +37,26 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "flat_map": {"fn": "[x, x]"},
     "transform": {"steps": "map: x + 1\nfilter:\n    y = x % 3\n    return y != 0\nflat_map: [x, -x]",
                   "timestamped": True, "keep_timestamps": False},
-    "map_using_service": {"service": "{1: 10}", "fn": "service.get(x, x)", "timestamped": True},
-    "map_using_service_async": {"service": "dict()", "fn": "await fetch(service, x)", "max_concurrent": 3,
+    "map_using_service": {"service_factory": "{1: 10}", "fn": "service.get(x, x)", "timestamped": True},
+    "map_using_service_async": {"service_factory": "dict()", "async_fn": "await fetch(service, x)", "max_concurrent": 3,
                                 "preserve_order": False},
-    "aggregate_by_key": {"key": "x % 3", "op": "summing", "value": "x * 10"},
-    "accumulate_by_key": {"key": "x[0]", "op": "to_list"},
+    "aggregate_by_key": {"key_fn": "x % 3", "op": "summing", "value": "x * 10"},
+    "accumulate_by_key": {"key_fn": "x[0]", "op": "to_list"},
     "combine_by_key": {"op": "averaging", "value": "x"},
     "global_aggregate": {"op": "max_by", "value": "len(x)"},
     "global_accumulate": {"op": "counting"},
     "global_combine": {"op": "to_set"},
     "hash_join": {"left_key": "x % 3", "right_key": "x[0]", "how": "left", "timestamped": True},
     "co_group": {"left_key": "x[0]", "right_key": "x[1]"},
-    "insert_watermarks": {"ts": "x * 100", "allowed_lag": 50.0, "throttle_frame": 200, "idle_timeout_ms": ""},
-    "flat_map_stateful": {"key": "x[0]", "create": "[]", "fn": "k.state.append(x)\nk.timer = k.time + 100\nreturn [len(k.state)]",
+    "rolling_aggregate": {"key_fn": "x % 2", "op": "summing", "value": "x", "timestamped": False},
+    "distinct": {"key_fn": "x // 2"},
+    "map_stateful": {"key_fn": "x % 3", "create_fn": "[0]", "fn": "state[0] += x\nreturn [key, state[0]]",
+                     "mode": "flat_map", "ttl": "", "on_evict": "", "timestamped": False},
+    "sort": {"key": "-x", "reverse": True},
+    "insert_watermarks": {"ts_fn": "x * 100", "allowed_lag": 50.0, "throttle_frame": 200, "idle_timeout_ms": ""},
+    "flat_map_stateful": {"key_fn": "x[0]", "create_fn": "[]", "fn": "k.state.append(x)\nk.timer = k.time + 100\nreturn [len(k.state)]",
                           "on_timer": "[k.key, len(k.state)]", "sorted_input": True, "order_key": "-x[1]"},
-    "window": {"window": "session", "gap": 300, "key": "x % 2", "op": "summing", "value": "x"},
+    "window": {"window": "session", "gap": 300, "key_fn": "x % 2", "op": "summing", "value": "x"},
     "collect": {},
     "to_dict": {},
     "callback": {"fn": "print(x)"},
@@ -130,8 +135,26 @@ def test_a_spark_kind_reads_back_and_its_code_rebuilds_it(kind_id, tmp_path):
 def test_flat_map_stateful_with_a_batch_form_walks(tmp_path):
     """``fn_all`` (the batch form of ``fn``, unsorted input only) survives read-back and code: a
     vertex read back from a DAG keeps its fast path."""
-    params = {"key": "x % 3", "create": "[0]",
+    params = {"key_fn": "x % 3", "create_fn": "[0]",
               "fn": "k.state[0] += 1\nreturn [k.state[0]]",
               "fn_all": "out = []\nfor ts, x in pairs:\n    k.state[0] += 1\n    out.append((ts, k.state[0]))\nreturn out",
               "sorted_input": False}
     walk("flat_map_stateful", str(tmp_path), {}, params)
+
+
+def test_a_document_naming_a_parameter_as_it_was_named_before_loads():
+    """A parameter renamed to its name on every face (``service`` -> ``service_factory``,
+    ``key`` -> ``key_fn``, ...) still loads under its former name: added, updated, or read
+    from a saved document."""
+    m = BuilderModel()
+    v = m.add_vertex("map_using_service", name="svc", params={"service": "{1: 10}"})
+    assert m.vertex(v)["params"]["service_factory"] == "{1: 10}" and "service" not in m.vertex(v)["params"]
+    m.update_vertex(v, params={"service": "{2: 20}"})
+    assert m.vertex(v)["params"]["service_factory"] == "{2: 20}" and "service" not in m.vertex(v)["params"]
+    saved = m.to_json()
+    saved["vertices"][0]["params"] = {"service": "{3: 30}", "fn": "service.get(x, x)", "timestamped": False}
+    again = BuilderModel()
+    again.load_json(saved)
+    assert again.vertices[0]["params"]["service_factory"] == "{3: 30}"
+    agg = again.add_vertex("accumulate_by_key", params={"key": "x % 2", "op": "counting"})
+    assert again.vertex(agg)["params"]["key_fn"] == "x % 2"

@@ -15,12 +15,12 @@ from jetbench.core.inbox import Inbox
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
 from jetbench.processors.callback_sink import callback_sink
+from jetbench.processors.event_stream_source import event_stream_source
 from jetbench.processors.files_sink import files_sink
 from jetbench.processors.files_source import files_source
 from jetbench.processors.generator_source import GeneratorP, generator_source
 from jetbench.processors.latency_sink import LatencySinkP, latency_sink, summarize_latency
 from jetbench.processors.pandas_sink import pandas_sink
-from jetbench.processors.test_stream_source import test_stream_source
 from jetbench.processors.to_dict_sink import to_dict_sink
 from jetbench.testing import verify_processor
 
@@ -145,7 +145,7 @@ def test_generator_rejects_bad_arguments(kwargs):
 
 def test_test_stream_emits_events_in_order_from_instance_zero():
     events = [(30, "c"), (10, "a"), [20, "b"]]
-    source = test_stream_source(events)
+    source = event_stream_source(events)
     verify_processor(source, expected=[(30, "c"), (10, "a"), (20, "b")])
     verify_processor(source, context=instance(1, 2), expected=[])
 
@@ -153,7 +153,7 @@ def test_test_stream_emits_events_in_order_from_instance_zero():
 @pytest.mark.parametrize("events", [[(1, 2, 3)], ["ab"], [("late", 1)], [(True, 1)]])
 def test_test_stream_rejects_malformed_events(events):
     with pytest.raises(JetbenchError):
-        test_stream_source(events)
+        event_stream_source(events)
 
 
 # -- sinks ------------------------------------------------------------------------------------

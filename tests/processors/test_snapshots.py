@@ -35,15 +35,19 @@ from jetbench.processors import (
 from jetbench.processors.aggregate_operation import summing, to_list
 from jetbench.processors.callback_sink import callback_sink
 from jetbench.processors.co_group import co_group
+from jetbench.processors.distinct import distinct
+from jetbench.processors.event_stream_source import event_stream_source
 from jetbench.processors.files_sink import files_sink
 from jetbench.processors.files_source import files_source
 from jetbench.processors.generator_source import generator_source
 from jetbench.processors.hash_join import hash_join
 from jetbench.processors.insert_watermarks import insert_watermarks
 from jetbench.processors.latency_sink import latency_sink
+from jetbench.processors.map_stateful import map_stateful
 from jetbench.processors.map_using_service import map_using_service
 from jetbench.processors.map_using_service_async import map_using_service_async
-from jetbench.processors.test_stream_source import test_stream_source
+from jetbench.processors.rolling_aggregate import rolling_aggregate
+from jetbench.processors.sort import sort
 from jetbench.processors.to_dict_sink import to_dict_sink
 from jetbench.processors.window_aggregate import window_aggregate
 from jetbench.processors.window_definition import session, sliding, tumbling
@@ -82,11 +86,20 @@ def _first_letter(item: Any) -> Any:
 
 
 # name -> (supplier, verify_processor arguments, any_order)
+def _append_state(state: list[Any], key: Any, item: Any) -> tuple[Any, int]:
+    state.append(item)
+    return key, len(state)
+
+
+def _evicted(state: list[Any], key: Any, wm: Any) -> tuple[Any, list[Any]]:
+    return key, state
+
+
 CASES: dict[str, tuple[Any, dict[str, Any], bool]] = {
     "items_source": (items_source(list(range(9))), {}, False),
     "items_source-parallel": (items_source(list(range(9))),
                               {"context": {"global_index": 1, "total_parallelism": 2}}, False),
-    "test_stream_source": (test_stream_source([(0, "a"), (5, "b"), (9, "c")]), {}, False),
+    "event_stream_source": (event_stream_source([(0, "a"), (5, "b"), (9, "c")]), {}, False),
     "generator_source": (generator_source(1e9, timestamped=False, count=12), {}, False),
     "map": (map_processor(lambda x: 2 * x), {"input": list(range(7))}, False),
     "filter": (filter_processor(lambda x: x % 2), {"input": list(range(7))}, False),
@@ -116,6 +129,13 @@ CASES: dict[str, tuple[Any, dict[str, Any], bool]] = {
     "window-sliding-recombine": (window_aggregate(lambda x: x, to_list(), sliding(20, 5)), {"input": EVENTS}, False),
     "window-session": (window_aggregate(lambda x: x, to_list(), session(4)), {"input": EVENTS}, False),
     "window-session-global": (window_aggregate(None, counting(), session(3)), {"input": EVENTS}, False),
+    "rolling_aggregate": (rolling_aggregate(lambda x: x % 3, to_list()), {"input": list(range(10))}, False),
+    "rolling_aggregate-global": (rolling_aggregate(None, counting()), {"input": list(range(10))}, False),
+    "distinct": (distinct(lambda x: x % 4), {"input": list(range(10))}, False),
+    "sort": (sort(lambda x: -x), {"input": [3, 9, 1, 7, 5]}, False),
+    "map_stateful": (map_stateful(lambda x: x % 3, list, _append_state), {"input": list(range(10))}, False),
+    "map_stateful-ttl": (map_stateful(lambda x: x, list, _append_state, ttl=4, on_evict=_evicted, timestamped=True),
+                         {"input": EVENTS}, False),
 }
 
 SINKS: dict[str, tuple[Any, list[Any]]] = {

@@ -169,6 +169,10 @@ class BuilderModel(Document):
     def load_json(self, data: dict[str, Any]) -> None:
         """Replace the document by saved data. Nothing is executed: code stays text."""
         vertices, edges = json_form.from_json(data)
+        for v in vertices:  # saved under a parameter's former name: its name now
+            kind = self.palette.kind(v["kind"])
+            if kind is not None:
+                v["params"] = kind.upgrade(v["params"])
         self._record()
         self.vertices, self.edges, self.suppliers = vertices, edges, {}
         self._following = None  # follows no code any more

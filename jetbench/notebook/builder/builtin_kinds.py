@@ -29,9 +29,9 @@ SPARK_KIND_MODULES = ("jetbench.spark.dataframe_sources",)
 
 #: where the built-in kinds stand within their category in the palette (the rest follow, by module)
 PALETTE_ORDER = ("items", "generator", "files", "test_stream", "spark_dataframe", "spark_parquet", "spark_table",
-                 "map", "filter", "flat_map", "transform", "map_using_service", "map_using_service_async",
+                 "map", "filter", "flat_map", "transform", "map_using_service", "map_using_service_async", "map_stateful",
                  "aggregate_by_key", "accumulate_by_key", "combine_by_key", "global_aggregate",
-                 "global_accumulate", "global_combine", "hash_join", "co_group", "insert_watermarks", "window",
+                 "global_accumulate", "global_combine", "rolling_aggregate", "distinct", "sort", "hash_join", "co_group", "insert_watermarks", "window",
                  "collect", "to_dict", "callback", "files_sink", "latency", "pandas", "noop")
 
 
@@ -87,14 +87,14 @@ def _no_build(p: dict[str, Any], f: dict[str, Any], ns: dict[str, Any]) -> Any:
 
 #: a `Processor` subclass (a class is a supplier: called once per instance)
 PROCESSOR_KIND = Kind(
-    "processor", "processor class", "custom", True, True,
-    (Param("cls", "str", "", help="a Processor subclass: a name in the notebook or module.Class"),),
-    lambda p, f, ns: resolve_class(p["cls"], ns), _processor_code, "any Processor subclass")
+    id="processor", label="processor class", category="custom", inputs=True, outputs=True,
+    params=(Param("cls", "str", "", help="a Processor subclass: a name in the notebook or module.Class"),),
+    build=lambda p, f, ns: resolve_class(p["cls"], ns), code=_processor_code, description="any Processor subclass")
 
 #: a supplier from code the palette does not know, kept as the object itself
 CUSTOM_KIND = Kind(
-    "custom", "custom supplier", "custom", True, True,
-    (Param("label", "str", "", optional=True, help="what the supplier was (kept from the DAG it came from)"),
+    id="custom", label="custom supplier", category="custom", inputs=True, outputs=True,
+    params=(Param("label", "str", "", optional=True, help="what the supplier was (kept from the DAG it came from)"),
      Param("reason", "str", "", optional=True, help="why it is not shown as an editable kind")),
-    _no_build, lambda p, f: ("custom_suppliers[{name!r}]", set()),
-    "a supplier from code the palette does not know; kept as the object itself")
+    build=_no_build, code=lambda p, f: ("custom_suppliers[{name!r}]", set()),
+    description="a supplier from code the palette does not know; kept as the object itself")

@@ -148,7 +148,8 @@ class Document:
         if k is None:
             raise BuilderError(f"unknown palette kind {kind!r}")
         values = k.defaults()
-        unknown = set(params or {}) - set(values)
+        params = k.upgrade(params or {})
+        unknown = set(params) - set(values)
         if unknown:
             raise BuilderError(f"{kind}: unknown parameter(s) {sorted(unknown)}")
         values.update(params or {})
@@ -229,7 +230,9 @@ class Document:
             raise BuilderError(f"update_vertex: unknown field(s) {sorted(set(changes) - allowed)}")
         self._record()
         if "params" in changes:
-            v["params"] = {**v["params"], **changes.pop("params")}
+            kind = self.palette.kind(v["kind"])
+            given = changes.pop("params")
+            v["params"] = {**v["params"], **(given if kind is None else kind.upgrade(given))}
         if "parallelism" in changes:
             p = changes.pop("parallelism")
             v["parallelism"] = None if p in (None, "") else _int(p, "parallelism")

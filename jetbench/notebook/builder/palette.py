@@ -38,8 +38,9 @@ class Palette:
         if not isinstance(cls, type):
             raise BuilderError(f"register() takes a Processor subclass, got {cls!r}")
         base = self._kinds["processor"]
-        kind = Kind(f"processor:{cls.__name__}", label or cls.__name__, "custom", inputs, outputs, base.params,
-                    base.build, base.code, (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else "",
+        kind = Kind(id=f"processor:{cls.__name__}", label=label or cls.__name__, category="custom", inputs=inputs,
+                    outputs=outputs, params=base.params, build=base.build, code=base.code,
+                    description=(cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else "",
                     preset={"cls": class_path(cls)})
         self._kinds[kind.id] = kind
         return kind
