@@ -113,7 +113,32 @@ by_worker = deal.groupby("worker")
 assert (by_worker["calls"].max() == by_worker["worker rounds"].max()).all(), deal
 
 # %% [markdown]
-# The dashboard keeps its history, so the job can also be drawn after the fact:
+# ### The rounds, call by call
+#
+# The metrics say how often; a **trace** says when. With `ExecutionService(trace=True)` each
+# worker records every tasklet call (start, end, whether it made progress, items in and out)
+# and every park into a bounded ring, and `job.timeline()` draws them: a lane per worker, a bar
+# per call coloured by vertex (faded when the call made no progress), the parks between rounds
+# as hatched gaps labelled with how long the worker slept. The wheel zooms, a drag pans, a
+# double click shows the whole run; hover a bar for its details. Here it opens on 30 ms of the
+# run: each worker calls its three tasklets one after the other, round after round.
+
+# %%
+traced_job = ExecutionService(cooperative_threads=THREADS, trace=True).submit(dag, name="round-robin-traced")
+traced_job.join(timeout=60)
+trace = traced_job.trace()
+traced_job.timeline(window=(0.5, 0.53))
+
+# %%
+# the round-robin in the recording: each worker's first calls are its tasklets, once each,
+# in the order they were dealt, and no tasklet is called twice before its worker's others
+for lane, worker in zip(trace.lanes, traced_job.workers, strict=True):
+    dealt = [t.name for t in traced_job.tasklets if t.worker_index == worker.index]
+    called = [e.tasklet for e in lane.events if e.kind == "call"]
+    assert called[: len(dealt)] == dealt, (lane.worker, called[:6], dealt)
+calls = trace.frame().query("kind == 'call'")
+calls.groupby(["worker", "tasklet"]).agg(calls=("progress", "size"), with_progress=("progress", "sum"))
+
 
 # %%
 job.plot_metrics()
@@ -156,10 +181,11 @@ def cooperative_lookup(stage):
     return stage.map(slow_lookup, name="slow-lookup")
 
 def run_demo(job_definition):
-    """Run on one cooperative thread; return the job, the quick branch's latency summary and
-    the blocked windows in seconds since the job started."""
+    """Run on one cooperative thread, traced; return the job, the quick branch's latency
+    summary and the blocked windows in seconds since the job started."""
     blocked.clear()
-    service = ExecutionService(cooperative_threads=1, metrics_interval_s=SAMPLE_S)
+    service = ExecutionService(cooperative_threads=1, metrics_interval_s=SAMPLE_S, trace=True,
+                               trace_capacity=400_000)
     job = service.submit(job_definition)
     latency = job.join(timeout=60)
     windows = [(start - job.start_time, end - job.start_time) for start, end in blocked]
@@ -221,6 +247,37 @@ assert len(others) == 5, others  # every other tasklet: all of them share the on
 assert (stalled[others] == 0).all().all(), stalled
 # ... so some of the quick branch's items (stamped when due) waited out a whole sleep
 assert latency["max_ms"] >= 0.9 * BLOCK_S * 1000, latency
+
+# %% [markdown]
+# On the timeline the stall is a gap: one long `slow-lookup` bar (a red mark on top: slower
+# than the slow-call threshold) and nothing else on the worker until it returns. The view
+# opens on the first blocking call.
+
+# %%
+first_start, first_end = windows[0]
+job.timeline(window=(first_start - 0.02, first_end + 0.02))
+
+
+# %%
+def quick_gaps(run_job, run_windows):
+    """Per blocking call: the longest pause between two calls of the quick branch's ticker while
+    the call ran (seconds)."""
+    ticks = [(e.start_ns, e.end_ns) for lane in run_job.trace().lanes for e in lane.events
+             if e.kind == "call" and e.vertex == "ticker"]
+    origin = round(run_job.start_time * 1e9)
+    gaps = []
+    for start, end in run_windows:
+        s_ns, e_ns = origin + round(start * 1e9), origin + round(end * 1e9)
+        before = max((t[1] for t in ticks if t[1] <= s_ns), default=s_ns)
+        after = min((t[0] for t in ticks if t[0] >= e_ns), default=e_ns)
+        inside = sorted(t[0] for t in ticks if s_ns < t[0] < e_ns)
+        points = [before, *inside, after]
+        gaps.append(max(b - a for a, b in zip(points, points[1:], strict=False)) / 1e9)
+    return gaps
+
+blocked_gaps = quick_gaps(job, windows)
+# the ticker's calls stop for a whole sleep: a sleep never ends early
+assert blocked_gaps and all(gap >= 0.9 * BLOCK_S for gap in blocked_gaps), blocked_gaps
 
 
 # %% [markdown]
@@ -294,6 +351,24 @@ for row in fixed_rows:
     # the cooperative worker, now free, moved the quick branch on while the sleep went on
     # (a machine busy enough can pause the whole process, hence "some window", not "every")
     assert row["blocked windows with ticker progress"] >= 1, row
+
+# %% [markdown]
+# The timeline of the fix: the sleeps are on their own lane now, the dedicated thread's, and
+# the cooperative worker's lane goes on calling the ticker right through them.
+
+# %%
+fixed_job, _, fixed_windows = runs["Processor(is_cooperative=False)"]
+fixed_start, fixed_end = fixed_windows[0]
+fixed_job.timeline(window=(fixed_start - 0.02, fixed_end + 0.02))
+
+# %%
+lanes = {lane.kind: lane for lane in fixed_job.trace().lanes}
+assert set(lanes) == {"cooperative", "blocking"}
+assert any(e.vertex == "slow-lookup" and e.duration_ns >= 0.9 * BLOCK_S * 1e9 for e in lanes["blocking"].events)
+# some blocking call had ticker calls start inside it (the worker was free), where the
+# cooperative map's had none
+fixed_gaps = quick_gaps(fixed_job, fixed_windows)
+assert min(fixed_gaps) < 0.9 * BLOCK_S, fixed_gaps
 
 
 # %% [markdown]

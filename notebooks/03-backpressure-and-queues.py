@@ -33,6 +33,7 @@ SINK_US_PER_ITEM = 20                   # the slow sink's cost per item (a sleep
 QUEUE_SIZES = [4, 16, 128, 1024, 4096]  # queue sizes for the throughput/latency table
 REPEATS = 2                             # runs per queue size (the best one counts)
 SAMPLE_S = 0.02                         # metrics sampling interval
+TRACE_ITEMS = 3_000                     # items through the traced run (section 1's timeline)
 
 # %%
 # %matplotlib inline
@@ -126,6 +127,37 @@ for vertex in ["slow-sink", "enrich", "stamp"]:
 # (the share of samples in which each producer met a full queue is in the table: most of them)
 for vertex in ["source", "stamp", "enrich"]:
     assert queues.loc[vertex, "backpressured"] > 0, queues
+
+# %% [markdown]
+# ### Backpressure, call by call
+#
+# What does a refused producer do? It is called again, round after round, and each call
+# returns at once without moving anything: a call **without progress**. Recorded with
+# `ExecutionService(trace=True)` (a shorter run: `TRACE_ITEMS`), the timeline shows them
+# faded: while the dedicated thread sleeps through a batch, the cooperative worker's lane is
+# faded calls of all three producers, then parks growing from the idle floor; a batch taken by
+# the sink frees room and one round of solid bars moves it on.
+
+# %%
+bp_job = ExecutionService(outbox_capacity=QUEUE, trace=True).submit(slow_sink_dag(TRACE_ITEMS, QUEUE),
+                                                                    name="slow-sink-traced")
+bp_job.join(timeout=120)
+bp_trace = bp_job.trace()
+bp_job.timeline(window=(0.05, 0.06))
+
+# %%
+bp_calls = bp_trace.frame().query("kind == 'call'")
+bp_share = bp_calls.groupby("vertex", sort=False).agg(calls=("progress", "size"), with_progress=("progress", "sum"))
+bp_share["without progress"] = bp_share["calls"] - bp_share["with_progress"]
+bp_share
+
+# %%
+# every producer upstream of the full queues made calls that moved nothing, and after each
+# round of them only (no tasklet of the worker progressed) the worker parked
+for vertex in ["source", "stamp", "enrich"]:
+    assert bp_share.loc[vertex, "without progress"] > 0, bp_share
+cooperative = next(lane for lane in bp_trace.lanes if lane.kind == "cooperative")
+assert any(e.kind == "park" and e.idle_round >= 1 for e in cooperative.events)
 
 
 # %% [markdown]

@@ -36,7 +36,9 @@
 ENGINE_LINES = 2_000   # lines for the runs on the real engine
 
 # %%
-from jetbench import DAG, Edge, ExecutionService, Inbox, Outbox, Processor
+import contextlib
+
+from jetbench import DAG, Edge, ExecutionService, Inbox, JobCancelled, MockClock, Outbox, Processor
 from jetbench.datasets import corpus
 from jetbench.processors import collect_sink, items_source
 from jetbench.testing import verify_processor
@@ -257,6 +259,72 @@ trace = TracingP.trace
 assert trace[0] == "init(traced#0)" and trace[-1] == "close()", trace
 assert "process(0, 3 items)" in trace
 assert trace.index("complete_edge(0)") < trace.index("complete()") < trace.index("close()"), trace
+
+# %% [markdown]
+# ## 6. Round by round with `step()`
+#
+# On the engine a worker calls its tasklets round after round, thousands of times a second.
+# **Step mode** runs one round at a time: `ExecutionService(step=True, clock=MockClock())`
+# starts nothing until `job.step()`, which lets every worker run one round and returns what
+# each tasklet did, while the mock clock stands still (it moves only when a worker parks).
+#
+# `SplitWordsP` from section 2 between a source of lines and a sink, its outbox holding 2 items
+# and the queue to the sink only 1: watch it fill its outbox, find the queue full (the report's
+# "outbox full": what it emitted waits in its outbox), keep its place in the line and go on as
+# the sink drains the queue, a word a round.
+
+# %%
+dag = DAG()
+lines = dag.new_vertex("lines", items_source(["the cat sat on the mat", "the end"]), 1)
+split = dag.new_vertex("split", SplitWordsP, 1)
+words = dag.new_vertex("words", collect_sink(), 1)
+dag.edge(Edge.between(lines, split).queue_size(2)).edge(Edge.between(split, words).queue_size(1))
+walk = ExecutionService(step=True, clock=MockClock(), outbox_capacity=2).submit(dag, name="walkthrough")
+walk.step()  # round 1: every tasklet's first call initializes its processor
+
+# %%
+walk.step()  # round 2: the lines go out; split takes them in and emits the first words
+
+# %%
+steps = [walk.step() for _ in range(4)]
+steps[0]
+
+# %% [markdown]
+# A step also draws as a timeline, in call order (on the mock clock a call takes no time, so
+# each is drawn 10 µs wide; the parks as long as they slept). Hover a bar for what it did:
+
+# %%
+steps[0].timeline()
+
+# %%
+split_rows = [s.row("split#0") for s in steps]
+# refused: split could not hand all its words on (the queue to the sink was full) ...
+assert any(row.outbox_full for row in split_rows), split_rows
+# ... and lost none of them: the rest of the job, run freely, delivers every word in order
+assert walk.join(timeout=30) == ["the", "cat", "sat", "on", "the", "mat", "the", "end"]
+
+# %% [markdown]
+# The same walk shows Jet's backoff: a source with nothing to do yet, stepped round after round.
+# Each round without progress parks for twice as long as the one before, from the idle floor
+# (`min_idle_us`) to `max_idle_us`; on the mock clock the time moves by the parks only.
+
+# %%
+class NothingYetP(Processor):
+    def complete(self):
+        return False  # no progress, never done
+
+dag = DAG()
+dag.new_vertex("waiting", NothingYetP, 1)
+idle = ExecutionService(step=True, clock=MockClock(), min_idle_us=25, max_idle_us=500).submit(dag, name="idle")
+idle.step()  # init
+parks = [idle.step().parks[0] for _ in range(7)]
+[(p.idle_round, p.asked_ns // 1000) for p in parks]
+
+# %%
+assert [p.asked_ns // 1000 for p in parks] == [25, 50, 100, 200, 400, 500, 500]
+idle.cancel()
+with contextlib.suppress(JobCancelled):  # the cancelled job's threads end here
+    idle.join(timeout=30)
 
 # %% [markdown]
 # Next: [07 · event time and windows](07-event-time-and-windows.ipynb).
