@@ -38,6 +38,8 @@ WARMUP = 0.5                    # seconds before measuring
 SWEEP_CSV = None                # where to keep the sweep's rows (None: a temporary file)
 LIVE_SECONDS = 1.0              # CPU measuring window in the live-tuning demos
 USE_SPARK = True                # also tune live against a Spark-backed dataset (if available)
+TRACE_SECONDS = 0.5             # length of each traced run of section 5
+TRACE_RATES = [1_000, 250_000]  # items per second of the traced runs (section 5)
 
 # %%
 # %matplotlib inline
@@ -260,7 +262,64 @@ strategy_live = tune_live(sources.generator(high), lambda s: s.set_idle_strategy
 strategy_live.drop(columns="mean park (ms)").round(1)
 
 # %% [markdown]
-# ## 5. Against a Spark-backed dataset (optional)
+# ## 5. What a floor looks like, call by call
+#
+# The sweep's averages come from rounds like these: each worker recorded with
+# `ExecutionService(trace=True)`, a 1000 µs floor (min = max idle, so every park of the backoff
+# is 1000 µs), at `TRACE_RATES` items per second. At 1k items/s a round finds about one item
+# due: short calls, then a long park; at 250k items/s every round finds a full batch due and the
+# worker never parks. The timer strategy at 1k items/s parks after productive rounds too,
+# until the next item is due, instead of parking blindly after empty ones.
+
+# %%
+def traced_run(rate, strategy):
+    service = ExecutionService(min_idle_us=1000, max_idle_us=1000, idle=strategy, trace=True,
+                               trace_capacity=400_000)
+    job = service.submit(idle_job(sources.generator(rate, count=int(rate * TRACE_SECONDS))),
+                         name=f"{strategy}-{rate}")
+    job.join(timeout=120, progress=False)
+    return job
+
+traced = {(rate, strategy): traced_run(rate, strategy)
+          for rate in TRACE_RATES for strategy in ("backoff", "timer")}
+
+
+def round_table(job):
+    frame = job.trace().frame()
+    calls, parks = frame[frame.kind == "call"], frame[frame.kind == "park"]
+    source = calls[calls.vertex == "source"]
+    moved = source[source.items_out > 0]
+    return {"calls": len(calls), "parks": len(parks),
+            "parks after productive rounds": int((parks.idle_round == 0).sum()),
+            "mean park asked (µs)": parks.asked_ns.mean() / 1000 if len(parks) else 0.0,
+            "source items per productive call": moved.items_out.mean() if len(moved) else 0.0}
+
+rounds = pd.DataFrame([{"rate": rate, "strategy": strategy, **round_table(job)}
+                       for (rate, strategy), job in traced.items()]).set_index(["rate", "strategy"])
+rounds.round(1)
+
+# %%
+low_rate, high_rate = TRACE_RATES
+traced[(low_rate, "backoff")].timeline(window=(0.2, 0.21))
+
+# %%
+traced[(high_rate, "backoff")].timeline(window=(0.2, 0.21))
+
+# %%
+slow_b, fast_b = rounds.loc[(low_rate, "backoff")], rounds.loc[(high_rate, "backoff")]
+# the backoff's parks are all the floor (min = max = 1000 µs), whatever the rate
+for job in (traced[(low_rate, "backoff")], traced[(high_rate, "backoff")]):
+    parks = [e for e in job.trace().events if e.kind == "park"]
+    assert all(p.asked_ns == 1_000_000 for p in parks), {p.asked_ns for p in parks}
+# a round at the high rate moves far more items than one at the low rate, and parks less often
+assert fast_b["source items per productive call"] > slow_b["source items per productive call"], rounds
+assert fast_b["parks"] / fast_b["calls"] < slow_b["parks"] / slow_b["calls"], rounds
+# the timer strategy paces: it parks after productive rounds until the next item is due
+assert rounds.loc[(low_rate, "timer"), "parks after productive rounds"] > 0, rounds
+assert slow_b["parks after productive rounds"] == 0, rounds  # Jet's backoff never does
+
+# %% [markdown]
+# ## 6. Against a Spark-backed dataset (optional)
 #
 # The same live tuning, with the events coming from a dataset that Spark generated (and
 # cached as parquet): the source loads it before the job starts, then replays it at 1000

@@ -38,10 +38,10 @@ KERNEL_NAME = "python3"
 MUST_DISPLAY = {
     "01-getting-started": {"image/svg+xml", "text/html"},
     "02-cooperative-scheduling": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
-    "03-backpressure-and-queues": {"image/png", "image/svg+xml"},
-    "04-idle-cpu-experiment": {"image/png", "image/svg+xml"},
+    "03-backpressure-and-queues": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
+    "04-idle-cpu-experiment": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
     "05-spark-scale-out": {"image/svg+xml", "text/html"},
-    "06-writing-processors": set(),
+    "06-writing-processors": {"application/vnd.jupyter.widget-view+json", "text/html"},
     "07-event-time-and-windows": {"text/html"},
     "08-fault-tolerance": {"image/svg+xml", "text/html"},
     "09-nexmark": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml", "text/html"},
