@@ -137,6 +137,7 @@ def kafka(
     value_fn: Callable[[Any], Any] = str,
     properties: Mapping[str, Any] | None = None,
     transactional_id: str | None = None,
+    connect_timeout: float = 10.0,
 ) -> Sink:
     """Writes each item to Kafka ``topic`` as a record with key ``key_fn(item)`` (None: no key)
     and value ``value_fn(item)`` (bytes, or str written as UTF-8); needs the ``kafka`` extra.
@@ -147,7 +148,8 @@ def kafka(
     by default ``transactional_id`` is ``jetbench-{topic}``: the same in every run, so a resumed job
     fences off the process it replaces; two jobs writing one topic at once need different ones),
     committed in the snapshot's phase 2: a ``read_committed`` consumer sees every record once
-    (`jetbench.kafka.sink`). A record the broker refuses (too large ...) is a `KafkaProduceError`.
+    (`jetbench.kafka.sink`). A record the broker refuses (too large ...) is a `KafkaProduceError`,
+    no broker answering within ``connect_timeout`` seconds a `KafkaUnreachable`.
     """
     from .kafka.errors import KafkaError, require_client
     from .kafka.sink import KafkaSinkP
@@ -161,5 +163,5 @@ def kafka(
             raise KafkaError(f"sinks.kafka: {name} must be callable, got {fn!r}")
     supplier = ProcessorSupplier(KafkaSinkP, topic, bootstrap_servers, key_fn=key_fn, value_fn=value_fn,
                                  properties=dict(properties or {}), transactional_id=transactional_id,
-                                 label=f"kafka({topic})")
+                                 connect_timeout=connect_timeout, label=f"kafka({topic})")
     return Sink(f"kafka({topic})", supplier)

@@ -75,6 +75,7 @@ def kafka(
     allowed_lag: float = 0,
     idle_timeout_ms: float | None = 60_000,
     bounded: bool = False,
+    connect_timeout: float = 10.0,
 ) -> Source:
     """The records of Kafka ``topics`` as ``(key, value)`` items, timestamped with each record's
     timestamp (event time, ms); needs the ``kafka`` extra (confluent-kafka).
@@ -89,7 +90,8 @@ def kafka(
     ``properties``: librdkafka settings (they win over jetbench's). ``bounded``: stop at the end of
     every partition (as it is when reached) instead of reading forever.
 
-    Bad input: no broker answering within 10 s is a `jetbench.kafka.KafkaUnreachable`, a topic the
+    Bad input: no broker answering within ``connect_timeout`` seconds is a
+    `jetbench.kafka.KafkaUnreachable` (librdkafka would retry forever), a topic the
     broker lacks a `KafkaUnknownTopic`, a record the deserializer refuses a
     `KafkaDeserializationError` naming topic, partition and offset.
     """
@@ -106,6 +108,6 @@ def kafka(
         KafkaSourceP, names, bootstrap_servers, group_id=group_id, properties=dict(properties or {}),
         key_deserializer=key_deserializer, value_deserializer=value_deserializer, start=start,
         bounded=bounded, allowed_lag=allowed_lag, idle_timeout_ms=idle_timeout_ms,
-        label=f"kafka({', '.join(names)})")
+        connect_timeout=connect_timeout, label=f"kafka({', '.join(names)})")
     return Source(f"kafka({', '.join(names)})", supplier, timestamped=True, streaming=not bounded,
                   allowed_lag=allowed_lag, own_watermarks=True)
