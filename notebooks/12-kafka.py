@@ -48,8 +48,7 @@ from collections import Counter
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from jetbench import ExecutionService, Pipeline, aggregate, sinks, sources, window
-from jetbench.core.job_config import JobConfig
+from jetbench import ExecutionService, JobConfig, Pipeline, aggregate, sinks, sources, window
 from jetbench.kafka.local_broker import LocalBroker
 
 broker = LocalBroker().start()
