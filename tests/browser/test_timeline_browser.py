@@ -63,6 +63,12 @@ def largest(page, selector: str):
     return page.locator(f'{TL} {selector}[data-lane="{lane}"][data-i="{i}"]').first
 
 
+def point_at(page, locator) -> None:
+    """Move the mouse onto the middle of ``locator`` (an SVG shape; its neighbours may overlap it)."""
+    box = locator.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
 def data(page, name: str) -> str:
     return page.locator(TL).get_attribute(f"data-{name}")
 
@@ -88,7 +94,7 @@ def test_a_finished_job_zoomed_from_aggregates_to_each_call(lab, page):
     screenshot(view, "timeline-whole.png")
 
     # hover an aggregate: what it holds
-    largest(page, "rect.jt-bucket").hover()
+    point_at(page, largest(page, "rect.jt-bucket"))
     tip = page.locator(f"{TL} .jt-tip")
     tip.wait_for()
     assert "calls" in tip.inner_text() and "aggregated" in tip.inner_text()
@@ -119,12 +125,13 @@ def test_a_finished_job_zoomed_from_aggregates_to_each_call(lab, page):
     screenshot(view, "timeline-zoomed.png")
 
     # hover a call: its tasklet, vertex, duration, progress, items, state
-    largest(page, "rect.jt-call:not(.jt-noprog)").hover()
-    tip.wait_for()
+    point_at(page, largest(page, "rect.jt-call:not(.jt-noprog)"))
+    page.wait_for_function(f"() => document.querySelector('{TL} .jt-tip').dataset.kind === 'call'")
     text = tip.inner_text()
     assert "vertex" in text and "state after" in text and ("made progress" in text or "no progress" in text), text
     screenshot(view, "timeline-hover.png")
-    largest(page, "rect.jt-park").hover()
+    point_at(page, largest(page, "rect.jt-park"))
+    page.wait_for_function(f"() => document.querySelector('{TL} .jt-tip').dataset.kind === 'park'")
     assert "asked" in tip.inner_text() and "slept" in tip.inner_text()
 
     # drag to pan: the window moves later in time by about the dragged width

@@ -229,6 +229,7 @@ function createTimelineView(host, send) {
     if (!state) return;
     const lanes = state.lanes || [];
     const w = width();
+    drawnWidth = w;
     const h = lanes.length * TL_LANE_H + TL_AXIS_H;
     const [t0, t1] = view;
     const span = t1 - t0 || 1;
@@ -391,8 +392,12 @@ function createTimelineView(host, send) {
   }
 
   let resize = null;
+  let drawnWidth = 0;
   if (typeof ResizeObserver !== "undefined") {
-    resize = new ResizeObserver(() => draw());
+    // redraw when the cell's width changes (a tab shown, a panel resized), not on every layout
+    resize = new ResizeObserver(() => {
+      if (width() !== drawnWidth) draw();
+    });
     resize.observe(plot);
   }
 
