@@ -27,16 +27,22 @@ settings.load_profile("jetbench")
 
 #: Tests that share something expensive run on one pytest-xdist worker (scripts/test.sh runs the
 #: suite with ``-n 2 --dist loadgroup``): a node id starting with a key joins the group named.
-#: One Spark session (tests/spark/conftest.py) and one JupyterLab server and Chromium
-#: (tests/browser/conftest.py) per run, not one per worker; a module-scoped fixture that builds
-#: something (a wheel, an events file) builds it once. Every other test goes to whichever worker
+#: One Spark session (tests/spark/conftest.py) per run, not one per worker, and a JupyterLab
+#: server and Chromium (tests/browser/conftest.py) per half of the browser tests; a module-scoped
+#: fixture that builds something (a wheel, an events file) builds it once. Every other test goes to whichever worker
 #: is free. (Not ``xdist_group`` marks: pytest-xdist 3.8 groups them by renaming the node id,
 #: which pytest 9.2 no longer allows, so they are silently ignored.)
 XDIST_GROUPS = {
     "tests/spark/": "spark",
     "tests/notebook/test_kind_walk.py::test_a_spark_kind": "spark",  # starts a Spark session
     "tests/test_readme.py::test_readme_block": "spark",  # the README's Spark block: session()
-    "tests/browser/": "browser",
+    # the browser tests in two halves of about the same CPU (JETBENCH_TEST_CPU_LOG), a JupyterLab
+    # server and a Chromium each: one per worker, so that neither worker waits on all of them
+    "tests/browser/test_builder_browser.py": "browser-a",
+    "tests/browser/test_notebooks_browser.py": "browser-a",
+    "tests/browser/test_drawings_browser.py": "browser-a",
+    "tests/browser/test_timeline_browser.py": "browser-a",
+    "tests/browser/": "browser-b",
     "tests/test_wheel_build.py": "wheel",
     "tests/beam/test_nexmark_queries.py": "beam-nexmark-events",
 }
