@@ -78,6 +78,8 @@ class KafkaSourceP(EmittingProcessor):
         self.high_offsets: dict[tuple[str, int], int] = {}
         self._high_at = -math.inf
         self._assigned: list[Any] = []  # the TopicPartitions assigned
+        #: partitions started at the timestamp ``start``, until their first record at or after it
+        self._seeking: dict[tuple[str, int], int] = {}
 
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
@@ -111,6 +113,9 @@ class KafkaSourceP(EmittingProcessor):
             found = consumer.offsets_for_times([TopicPartition(t, p, self.start) for t, p in unknown],
                                                timeout=self.connect_timeout)
             starts = {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else OFFSET_END for tp in found}
+            # a broker that answers the timestamp look-up with an earlier offset (the Tansu of the
+            # tests answers 0): the records before the first one at or after it are skipped here
+            self._seeking = {tp: self.start for tp in unknown}
         default = OFFSET_END if self.start == "latest" else OFFSET_BEGINNING
         consumer.assign([TopicPartition(t, p, self._next.get((t, p), starts.get((t, p), default)))
                          for t, p in self._mine])
@@ -149,11 +154,18 @@ class KafkaSourceP(EmittingProcessor):
             offset = m.offset()
             if offset < self._next.get(tp, 0):
                 continue  # before the restored position (a fetch that began earlier)
-            item = (self._deserialize(self.key_deserializer, m.key(), m, "key"),
-                    self._deserialize(self.value_deserializer, m.value(), m, "value"))
             kind, ts = m.timestamp()
             if kind == 0:  # TIMESTAMP_NOT_AVAILABLE
                 ts = int(time.time() * 1000)
+            if self._seeking:
+                seek = self._seeking.get(tp)
+                if seek is not None:
+                    if ts < seek:
+                        self._next[tp] = offset + 1
+                        continue
+                    del self._seeking[tp]
+            item = (self._deserialize(self.key_deserializer, m.key(), m, "key"),
+                    self._deserialize(self.value_deserializer, m.value(), m, "value"))
             self._next[tp] = offset + 1
             self.records_read += 1
             self._ended.discard(tp)

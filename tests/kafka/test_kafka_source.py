@@ -117,3 +117,28 @@ def test_a_record_that_fails_to_deserialize_names_topic_partition_offset(bootstr
     assert f"topic {topic!r} partition 0 offset 2" in text, text
     cause = info.value if isinstance(info.value, KafkaDeserializationError) else info.value.__cause__
     assert isinstance(cause, KafkaDeserializationError) and (cause.partition, cause.offset) == (0, 2)
+
+
+def test_a_job_without_a_snapshot_starts_at_the_groups_committed_offsets(bootstrap, topic_name):
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic, group = topic_name(), topic_name("group")
+    produce(bootstrap, topic, records(60), partitions=3)
+    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    committer.commit(offsets=[TopicPartition(topic, p, 15) for p in range(2)], asynchronous=False)
+    committer.close()
+    p = Pipeline()
+    p.read_from(sources.kafka(topic, bootstrap, group_id=group, value_deserializer=int, bounded=True)) \
+        .map(lambda kv: kv[1]).write_to(sinks.collect())
+    got = sorted(run(p, timeout=60, progress=False))
+    # partitions 0 and 1 from offset 15 (record 3 * 15 + p on), partition 2 (no committed offset) from the start
+    assert got == sorted([i for i in range(60) if i % 3 == 2 or i // 3 >= 15])
+
+
+def test_start_at_a_timestamp(bootstrap, topic_name):
+    topic = topic_name()
+    produce(bootstrap, topic, records(60), partitions=3)  # record i at 1000 + i ms
+    p = Pipeline()
+    p.read_from(sources.kafka(topic, bootstrap, value_deserializer=int, bounded=True, start=1_040)) \
+        .map(lambda kv: kv[1]).write_to(sinks.collect())
+    assert sorted(run(p, timeout=60, progress=False)) == list(range(40, 60))
