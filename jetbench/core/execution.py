@@ -147,17 +147,17 @@ class ExecutionService:
         job.service = self
         blocking: dict[int, BlockingWorker] = {}  # by id(tasklet): whose outbox waits on which thread
         try:
-            plan = self._plan(dag, blocking)
+            plan = self.plan(dag, blocking)
         except JobError as exc:  # a vertex supplier raised: the job fails and join() raises it
             job._fail(exc, JobStatus.FAILED)
             job._start([], lambda: None)
             return job
         except DagError as exc:  # the message says it all: raised from here, not from inside validate()
             raise exc.with_traceback(None)  # noqa: B904 - the same exception, with a shorter traceback
-        self._launch(job, plan, blocking)
+        self.launch(job, plan, blocking)
         return job
 
-    def _plan(self, dag: DAG, blocking: dict[int, BlockingWorker], snapshots: SnapshotSetup | None = None) -> JobPlan:
+    def plan(self, dag: DAG, blocking: dict[int, BlockingWorker], snapshots: SnapshotSetup | None = None) -> JobPlan:
         """Plan ``dag``; a blocking tasklet's outbox waits on the worker ``blocking`` will name."""
 
         def wait_for_room(t: ProcessorTasklet) -> None:
@@ -165,7 +165,7 @@ class ExecutionService:
 
         return build_plan(dag, self.cooperative_threads, self.outbox_capacity, wait_for_room, self.clock, snapshots)
 
-    def _launch(self, job: Job, plan: JobPlan, blocking: dict[int, BlockingWorker]) -> None:
+    def launch(self, job: Job, plan: JobPlan, blocking: dict[int, BlockingWorker]) -> None:
         """Give ``plan``'s tasklets to new workers of ``job`` and start them."""
         job.tasklets = list(plan.tasklets)
         job.edges = plan.edges

@@ -10,7 +10,7 @@ import enum
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import (
@@ -35,6 +35,13 @@ from .trace import (
     lane_of,
 )
 from .views import view
+
+if TYPE_CHECKING:
+    from .dag import DAG
+    from .idle import IdleConfig
+    from .plan import JobPlan
+    from .snapshot_tasklet import SnapshotSetup
+    from .worker import BlockingWorker
 
 #: How long an interrupted wait (`Job.join`, `ExecutionService.run`) waits for the cancelled
 #: job's threads to end before letting the interrupt go on: cooperative workers leave within a
@@ -80,6 +87,31 @@ class JobWorker(TracedWorker, Protocol):
     def stop_trace(self) -> None: ...
 
 
+class JobService(Protocol):
+    """What a job asks of the service that runs it (`jetbench.core.execution.ExecutionService`
+    is one): its clock and thread count, whether it runs in step mode, its idle settings (a
+    dashboard tunes them while the job runs), and, for a job that restarts
+    (`jetbench.core.snapshot.FaultTolerantJob`), a new plan of its DAG and its launch on new
+    workers. A protocol, so that this module needs nothing from the service's, which imports it."""
+
+    clock: Clock
+    cooperative_threads: int
+    step: bool
+    idle: IdleConfig
+
+    def plan(self, dag: DAG, blocking: dict[int, BlockingWorker], snapshots: SnapshotSetup | None = None) -> JobPlan:
+        """Plan ``dag``; a blocking tasklet's outbox waits on the worker ``blocking`` will name."""
+        ...
+
+    def launch(self, job: Job, plan: JobPlan, blocking: dict[int, BlockingWorker]) -> None:
+        """Give ``plan``'s tasklets to new workers of ``job`` and start them."""
+        ...
+
+    def set_idle(self, min_idle_us: float | None = None, max_idle_us: float | None = None) -> None: ...
+
+    def set_idle_strategy(self, strategy: str) -> None: ...
+
+
 class JobStatus(enum.Enum):
     RUNNING = "running"
     COMPLETED = "completed"
@@ -122,9 +154,8 @@ class Job:
         self._listeners: list[Callable[[Job], None]] = []
         #: read by every worker each round; set on failure or cancellation
         self.terminating = False
-        #: the ExecutionService running the job (its idle settings can change while it runs);
-        #: typed loosely because the service's module imports this one
-        self.service: Any = None
+        #: the service running the job (its idle settings can change while it runs)
+        self.service: JobService | None = None
         #: a MetricsSampler recording this job's metrics over time, if one was asked for
         self.sampler: MetricsSampler | None = None
         #: step mode only: the gate its workers wait at (`jetbench.core.stepping.Stepper`; typed
@@ -287,7 +318,7 @@ class Job:
     def step(self) -> Any:
         """Step mode (``ExecutionService(step=True)``): run one round on every worker, one worker
         after the other, and return what each tasklet did (`jetbench.core.stepping.StepReport`)."""
-        if self.stepper is None and getattr(self.service, "step", False):
+        if self.stepper is None and self.service is not None and self.service.step:
             # a job with a guarantee starts its workers on its snapshot coordinator's thread
             self._stepper_ready.wait(STOP_GRACE_S)
         if self.stepper is None:

@@ -40,7 +40,7 @@ from .code_fingerprint import changed_parts, vertex_fingerprints
 from .dag import DAG
 from .errors import JetbenchError, JobCancelled, JobError
 from .items import BroadcastKey
-from .job import Job, JobStatus
+from .job import Job, JobService, JobStatus
 from .job_config import JobConfig
 from .metrics import JobMetrics, SnapshotStatistics
 from .plan import JobPlan
@@ -106,7 +106,7 @@ class CompletedJob(Job):
         return f"CompletedJob({self.name!r}, completed earlier at {self.completed_earlier.when} in {self.store.path!r})"
 
 
-def start_fault_tolerant(service: Any, dag: DAG, name: str, config: JobConfig) -> Job:
+def start_fault_tolerant(service: JobService, dag: DAG, name: str, config: JobConfig) -> Job:
     """Start ``dag`` as the job ``name`` with ``config``'s guarantee (see the module): a
     `FaultTolerantJob` running, or a `CompletedJob` when ``resume`` finds the job completed."""
     store = open_store(config.snapshot_store)
@@ -342,10 +342,10 @@ def route_snapshot(data: SnapshotData, dag: DAG, default_parallelism: int
 class FaultTolerantJob(Job):
     """A `Job` with a processing guarantee: snapshots, restarts and exports (see the module)."""
 
-    def __init__(self, name: str, clock: Clock, service: Any, dag: DAG, config: JobConfig,
+    def __init__(self, name: str, clock: Clock, service: JobService, dag: DAG, config: JobConfig,
                  store: SnapshotStore, initial: SnapshotData | None):
         super().__init__(name, clock)
-        self.service = service
+        self.service: JobService = service
         self.dag = dag
         self.config = config
         self.store = store
@@ -550,7 +550,7 @@ class FaultTolerantJob(Job):
                                      if restore is not None else (None, None))
         coordinator = SnapshotCoordinator((), self.config.exactly_once, last_id)
         self._blocking = {}
-        plan: JobPlan = service._plan(self.dag, self._blocking,
+        plan: JobPlan = service.plan(self.dag, self._blocking,
                                       SnapshotSetup(coordinator, last_id, setup_restore, setup_done,
                                                     self.config.processing_guarantee))
         coordinator.set_tasklets(plan.tasklets)
@@ -579,7 +579,7 @@ class FaultTolerantJob(Job):
                 if plan is None:
                     break
                 self._execution_over.clear()
-                self.service._launch(self, plan, self._blocking)
+                self.service.launch(self, plan, self._blocking)
                 self._supervise()
                 for w in self.workers:
                     w.thread.join()
