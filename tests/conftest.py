@@ -43,6 +43,7 @@ XDIST_GROUPS = {
     "tests/browser/test_drawings_browser.py": "browser-a",
     "tests/browser/test_timeline_browser.py": "browser-a",
     "tests/browser/": "browser-b",
+    "tests/kafka/": "kafka",  # one local broker (tests/kafka/conftest.py)
     "tests/test_wheel_build.py": "wheel",
     "tests/beam/test_nexmark_queries.py": "beam-nexmark-events",
 }
