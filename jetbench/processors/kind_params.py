@@ -250,6 +250,14 @@ def planned(default: Any, *, check: str | None = None) -> Any:
     return _field(Declared(check or "any", default, builder=False), default)
 
 
+def param_fields(declaration: Any) -> list[dataclasses.Field[Any]]:
+    """The parameters of a kind's declaration (a `KindParams` class or instance): its dataclass
+    fields made by a parameter function. Not the other fields a module compiled with mypyc gives
+    it: mypyc annotates each class attribute it assigns (``processor = ...``, ``combines =
+    False``) in ``__annotations__``, where `dataclass` takes it for a field."""
+    return [f for f in fields(declaration) if _declared(f) is not None]
+
+
 def _declared(f: dataclasses.Field[Any]) -> Declared | None:
     found = f.metadata.get(_PARAM)
     return found if isinstance(found, Declared) else None
@@ -270,7 +278,7 @@ class KindParams(ProcessorSupplier):
 
     def __post_init__(self) -> None:
         name = self.function or type(self).__name__
-        for f in fields(self):  # type: ignore[arg-type]
+        for f in param_fields(self):
             declared = _declared(f)
             if declared is not None:
                 declared.check(name, f.name, getattr(self, f.name))
@@ -284,11 +292,11 @@ class KindParams(ProcessorSupplier):
 
     def arguments(self) -> dict[str, Any]:
         """The processor's keyword arguments: the fields."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        return {f.name: getattr(self, f.name) for f in param_fields(self)}
 
     def describe(self) -> str:
         """The supplier's repr: ``function(first argument's name)``, as a user reads it."""
-        first = next(iter(fields(self)), None)  # type: ignore[arg-type]
+        first = next(iter(param_fields(self)), None)
         if first is None:
             return f"{self.function}()"
         value = getattr(self, first.name)
@@ -299,7 +307,7 @@ class KindParams(ProcessorSupplier):
     @classmethod
     def builder_fields(cls) -> list[tuple[dataclasses.Field[Any], Declared]]:
         found = []
-        for f in fields(cls):  # type: ignore[arg-type]
+        for f in param_fields(cls):
             declared = _declared(f)
             if declared is not None and declared.builder:
                 found.append((f, declared))
