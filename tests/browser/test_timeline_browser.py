@@ -148,7 +148,10 @@ def test_a_finished_job_zoomed_from_aggregates_to_each_call(lab, page):
     svg.dblclick()
     page.wait_for_function(f"() => document.querySelector('{TL}').dataset.mode === 'buckets'")
     caught_up(page)
-    assert list(map(float, data(page, "window").split(","))) == [start, end]
+    whole = f"{start},{end}"  # the window the widget reports may follow its mode by a redraw
+    page.wait_for_function(f"() => {{ const w = document.querySelector('{TL}').dataset.window.split(',').map(Number);"
+                           f" return w[0] === {start} && w[1] === {end}; }}", timeout=15_000)
+    assert list(map(float, data(page, "window").split(","))) == [start, end], whole
 
 
 LIVE = """\
