@@ -687,6 +687,7 @@ class FaultTolerantJob(Job):
                       and (now >= next_due or self._export_wanted > coordinator.requested_id)
                       and coordinator.may_start()):
                     coordinator.start(now)
+                    cond.notify_all()  # request_snapshot() waits for the start
                     wake = True
                 elif coordinator.phase == 0 and not self.terminating and coordinator.terminal_due():
                     coordinator.terminal_id = coordinator.start(now)  # every instance finished: no wait
