@@ -12,13 +12,15 @@ build behind with a warning; ``JETBENCH_COMPILE=0`` skips compiling altogether.
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import runpy
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
@@ -53,7 +55,18 @@ def _warn(message: str) -> None:
 
 class BuildExt(build_ext):
     """build_ext that records the compiled sources' hashes beside the extension modules, and
-    removes a previous record first (a failed compile must not leave a stale record behind)."""
+    removes a previous record first (a failed compile must not leave a stale record behind).
+    A wheel built where the in-place build is current (`_inplace_build_current`) takes its
+    extension modules as they are instead of compiling them again."""
+
+    def build_extension(self, ext) -> None:  # ext: setuptools.Extension
+        if not getattr(ext, "jetbench_prebuilt", False):
+            super().build_extension(ext)
+            return
+        built = ROOT.joinpath(*ext.name.split(".")).with_name(ext.name.rsplit(".", 1)[-1] + _SUFFIX)
+        target = Path(self.get_ext_fullpath(ext.name))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built, target)
 
     def run(self) -> None:
         if not self.extensions:  # JETBENCH_COMPILE=0, or mypyc failed: a build already there stays
@@ -85,11 +98,44 @@ def _metadata_only() -> bool:
     return bool(commands) and commands[0] in METADATA_COMMANDS
 
 
+#: the file name ending of this interpreter's extension modules
+_SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def _inplace_build_current() -> bool:
+    """Whether this is a wheel build (``pip wheel .``, ``bdist_wheel``) in a checkout whose
+    in-place build (``scripts/setup.sh``) was compiled from the sources there now, for this
+    interpreter: the same mypyc on the same sources makes the same modules, so the wheel takes
+    those. ``JETBENCH_COMPILE=fresh`` compiles anyway."""
+    commands = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
+    if not commands or commands[0] != "bdist_wheel":
+        return False
+    if os.environ.get("JETBENCH_COMPILE", "").strip().lower() == "fresh":
+        return False
+    return not _compiled["pure_reason"](ROOT / PACKAGE, {}) and (
+        ROOT.joinpath(*_compiled["GROUP_NAME"].split(".")).with_name(
+            _compiled["GROUP_NAME"].rsplit(".", 1)[-1] + "__mypyc" + _SUFFIX).exists())
+
+
+def _prebuilt_extensions() -> list:  # list[setuptools.Extension]
+    """The extension modules of the in-place build, marked to be copied, not compiled."""
+    names = [f"{PACKAGE}.{m}" for m in _compiled["COMPILED_MODULES"]] + [_compiled["GROUP_NAME"] + "__mypyc"]
+    extensions = []
+    for name in names:
+        ext = Extension(name, sources=[])
+        ext.jetbench_prebuilt = True  # type: ignore[attr-defined]
+        extensions.append(ext)
+    return extensions
+
+
 def engine_extensions() -> list:  # list[setuptools.Extension]
     if os.environ.get("JETBENCH_COMPILE", "1").strip().lower() in ("0", "false", "no", "off"):
         return []
     if _metadata_only():
         return []
+    if _inplace_build_current():
+        _HASHES.update(_compiled["source_hashes"](ROOT / PACKAGE))
+        return _prebuilt_extensions()
     try:
         from mypyc.build import mypycify
     except ImportError as exc:

@@ -6,7 +6,10 @@ it").
 The wheel is built the way a user builds one, ``pip wheel .``, but without build isolation (the
 build needs the .venv's setuptools and mypy, nothing from a package index); then it is unpacked,
 not installed, and a fresh interpreter imports jetbench from there with the .venv's
-dependencies. It costs a mypyc compile (about two minutes on this machine), hence slow.
+dependencies. Where the in-place build (``scripts/setup.sh``, the same mypyc on the same
+sources) is current, the wheel takes its modules (a few seconds; the test checks they are those
+files, byte for byte); otherwise it compiles them (about two minutes on this machine), hence slow.
+``JETBENCH_COMPILE=fresh pip wheel .`` always compiles.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from jetbench.core.compiled import COMPILED_MODULES, manifest_path, source_path
+from jetbench.core import compiled
+from jetbench.core.compiled import COMPILED_MODULES, manifest_path, source_hashes, source_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,6 +93,11 @@ def test_the_wheel_holds_the_compiled_engine_and_the_widgets(wheel_dir: Path) ->
     package = wheel_dir / "jetbench"
     manifest = json.loads(manifest_path(package).read_text())
     assert set(manifest["modules"]) == set(COMPILED_MODULES)
+    assert manifest["modules"] == source_hashes(ROOT / "jetbench")
+    if compiled.build_info().kind == "compiled":  # the in-place build is current: the wheel took it
+        for built in (ROOT / "jetbench").rglob(f"*{manifest['ext_suffix']}"):
+            copied = package / built.relative_to(ROOT / "jetbench")
+            assert copied.read_bytes() == built.read_bytes(), copied
     for name in COMPILED_MODULES:
         source = source_path(package, name)
         assert list(source.parent.glob(f"{source.stem}.cpython-*.so")), f"{name} is not compiled in the wheel"
