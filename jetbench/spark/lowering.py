@@ -31,9 +31,18 @@ all_of         the columns of each part      each part's
 Typing is decided **per pair, conservatively**, so that a lowered job never gives another
 result than the Python path (`encode_pairs`):
 
-- keys: exactly ``str`` (encodable as UTF-8) or exactly ``int`` within 64 bits. Python's equality
-  is Spark's there; ``bool``, ``float``, subclasses (``StrEnum``, ``IntEnum``), tuples and any other
-  key keep the Python path, because ``1 == 1.0 == True`` in Python and not in Spark's grouping.
+- keys (`encode_key`): ``None``, exactly ``str`` (encodable as UTF-8), ``int`` within 64 bits,
+  ``float`` (not NaN, not ``-0.0``), ``bool``, ``bytes``, and flat tuples of these (an
+  ``array<struct<s, i, f, b, y>>``, one struct per member, None a null member). Each type has a
+  column of its own, so Spark never groups two keys Python tells apart; keys Python calls equal
+  across types (``1 == 1.0 == True``, ``(1, "a") == (1.0, "a")``) are different Spark groups, whose
+  accumulators the combining vertex merges (they hash alike: `jetbench.spark._hash.stable_hash`),
+  as it merges the pickled ones. NaN (Spark would group every NaN together, Python none) and
+  ``-0.0`` (Spark would give it back as ``0.0``), subclasses (``StrEnum``, ``IntEnum``), nested
+  tuples and any other key keep the Python path.
+- a global aggregation (``stage.aggregate(op)``) has one key, None: Spark's ``groupBy`` makes the
+  one group of all typed rows, and the combining vertex finishes it (``finish(create())`` when the
+  input is empty, as on the local executor).
 - sums and averages: only accumulators that are exactly ``int`` within 64 bits; Spark adds them as
   ``decimal(38,0)``, so no sum can overflow (2**63 times fewer pairs than 10**38 allow). A float
   accumulator keeps the Python path: Spark would add floats in another order than the combine
@@ -55,6 +64,7 @@ builds Spark's expressions); the encoders and decoders run in the Spark Python w
 
 from __future__ import annotations
 
+import math
 import operator
 import pickle
 from collections.abc import Callable, Sequence
@@ -77,6 +87,9 @@ __all__ = [
     "TypedAggregation",
     "TypedForm",
     "ddl",
+    "KEY_FIELDS",
+    "KEY_TYPES",
+    "decode_key",
     "encode_key",
     "lower",
     "spark_type",
@@ -102,17 +115,92 @@ def _fits_str(x: Any) -> bool:
     return True
 
 
-def encode_key(key: Any) -> tuple[str | None, int | None] | None:
-    """The key columns of ``key``, or None when Spark cannot group it as Python does.
+#: the key columns (after the channel's prefix ``k_``): one per scalar type, and the tuple's members
+_MEMBER = pa.struct([("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()),
+                     ("y", pa.binary())])
+KEY_FIELDS = (("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()), ("y", pa.binary()),
+              ("t", pa.list_(_MEMBER)))
+#: what explain() says of the keys Spark groups
+KEY_TYPES = "keys None, str, 64-bit int, float, bool, bytes or flat tuples of them"
+_SCALAR_SLOT = {str: 0, int: 1, float: 2, bool: 3, bytes: 4}
+_NO_KEY = (None,) * len(KEY_FIELDS)
 
-    >>> encode_key("fox"), encode_key(7), encode_key(True), encode_key(1.0)
-    (('fox', None), (None, 7), None, None)
+
+def _scalar_slot(x: Any) -> int:
+    """The column (0..4: s, i, f, b, y) of a scalar key, or -1 when Spark cannot group it as Python does."""
+    t = type(x)
+    if t is str:
+        return 0 if _fits_str(x) else -1
+    if t is int:
+        return 1 if _I64_MIN <= x <= _I64_MAX else -1
+    if t is float:
+        # NaN: Spark groups all NaNs together, Python none; -0.0: Spark gives it back as 0.0
+        return 2 if x == x and not (x == 0.0 and math.copysign(1.0, x) < 0) else -1
+    if t is bool:
+        return 3
+    if t is bytes:
+        return 4
+    return -1
+
+
+_MEMBER_NAMES = ("s", "i", "f", "b", "y")
+
+
+def encode_key(key: Any) -> tuple[Any, ...] | None:
+    """The key columns of ``key`` (`KEY_FIELDS`: s, i, f, b, y, t), or None when Spark cannot group
+    it as Python does.
+
+    >>> encode_key("fox"), encode_key(7), encode_key(None)
+    (('fox', None, None, None, None, None), (None, 7, None, None, None, None), (None, None, None, None, None, None))
+    >>> encode_key(("a", 1.5, None))
+    (None, None, None, None, None, [{'s': 'a'}, {'f': 1.5}, None])
+    >>> encode_key(float("nan")), encode_key(("a", ("nested",)))
+    (None, None)
     """
-    if _fits_str(key):
-        return key, None
-    if _fits_i64(key):
-        return None, key
+    if key is None:
+        return _NO_KEY
+    if type(key) is tuple:
+        members: list[dict[str, Any] | None] = []
+        for x in key:
+            if x is None:
+                members.append(None)
+                continue
+            slot = _scalar_slot(x)
+            if slot < 0:
+                return None
+            members.append({_MEMBER_NAMES[slot]: x})
+        return None, None, None, None, None, members
+    slot = _scalar_slot(key)
+    if slot < 0:
+        return None
+    out: list[Any] = [None] * len(KEY_FIELDS)
+    out[slot] = key
+    return tuple(out)
+
+
+def _member(m: Any) -> Any:
+    if m is None:
+        return None
+    for name in _MEMBER_NAMES:
+        x = m.get(name)
+        if x is not None:
+            return x
     return None
+
+
+def decode_key(columns: Sequence[Any]) -> Any:
+    """The key of a row's key columns (`encode_key` undone).
+
+    >>> decode_key(encode_key(("a", 1, 2.5, True, b"y", None))), decode_key(encode_key(False))
+    (('a', 1, 2.5, True, b'y', None), False)
+    """
+    for x in columns[:5]:
+        if x is not None:
+            return x
+    members = columns[5]
+    if members is None:
+        return None
+    return tuple(_member(m) for m in members)
 
 
 class TypedForm:
@@ -336,7 +424,8 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, Decimal | int) else int(Decimal(value))
 
 
-_DDL = {pa.string(): "string", pa.int64(): "bigint", pa.float64(): "double", pa.binary(): "binary"}
+_DDL = {pa.string(): "string", pa.int64(): "bigint", pa.float64(): "double", pa.binary(): "binary",
+        pa.bool_(): "boolean"}
 
 
 def spark_type(t: pa.DataType) -> str:
@@ -347,6 +436,8 @@ def spark_type(t: pa.DataType) -> str:
     """
     if pa.types.is_list(t):
         return f"array<{spark_type(t.value_type)}>"
+    if pa.types.is_struct(t):
+        return "struct<" + ",".join(f"{f.name}:{spark_type(f.type)}" for f in t) + ">"
     return _DDL[t]
 
 
@@ -394,48 +485,58 @@ def lower(op: AggregateOperation) -> TypedForm | str:
 
 @dataclass
 class TypedAggregation:
-    """A lowered cut edge (``channel``) and its accumulators' `form`.
+    """A lowered cut edge (``channel``) and its accumulators' `form`; ``keyed`` False for a global
+    aggregation (every key None: one group).
 
     Its rows in the producer stage's output carry, besides the stage's own columns (``data`` among
-    them), the typed columns of `fields`, named ``c<channel>_``: the key (``k_s`` or ``k_i``), a
-    group column ``g`` and the accumulator's columns. A typed row has ``g = 0`` and no ``data``; the
-    pairs that do not fit travel as pickled chunks in ``data``, each row with a ``g`` of its own, so
-    that Spark's one ``groupBy(k_s, k_i, g, data)`` passes them through untouched (`aggregate`)."""
+    them), the typed columns of `fields`, named ``c<channel>_``: the key (``k_s``, ``k_i``, ``k_f``,
+    ``k_b``, ``k_y``, ``k_t``: `KEY_FIELDS`), a group column ``g`` and the accumulator's columns. A
+    typed row has ``g = 0`` and no ``data``; the pairs that do not fit travel as pickled chunks in
+    ``data``, each row with a ``g`` of its own, so that Spark's one ``groupBy(k_*, g, data)`` passes
+    them through untouched (`aggregate`)."""
 
     channel: int
     form: TypedForm
+    keyed: bool = True
 
     @property
     def prefix(self) -> str:
         return f"c{self.channel}_"
 
-    def group_names(self) -> tuple[str, str, str]:
-        p = self.prefix
-        return f"{p}k_s", f"{p}k_i", f"{p}g"
+    def key_names(self) -> list[str]:
+        return [f"{self.prefix}k_{name}" for name, _ in KEY_FIELDS]
+
+    def group_names(self) -> list[str]:
+        return [*self.key_names(), f"{self.prefix}g"]
 
     def fields(self) -> list[pa.Field]:
         """The typed columns this edge adds to its producer stage's output."""
-        ks, ki, g = self.group_names()
-        return [pa.field(ks, pa.string()), pa.field(ki, pa.int64()), pa.field(g, pa.int64()),
-                *self.form.fields(f"{self.prefix}a_")]
+        keys = [pa.field(f"{self.prefix}k_{name}", t) for name, t in KEY_FIELDS]
+        return [*keys, pa.field(f"{self.prefix}g", pa.int64()), *self.form.fields(f"{self.prefix}a_")]
 
     def encode_pairs(self, pairs: list[Any], seq: int) -> tuple[list[list[Any]], list[Any]]:
         """Split ``(key, accumulator)`` pairs into typed columns (one list per `fields`) and the
         pairs that keep the Python path. ``seq``: the sequence number of the first typed row."""
-        form = self.form
         columns: list[list[Any]] = [[] for _ in self.fields()]
         rest: list[Any] = []
         for pair in pairs:
-            key, acc = pair
-            k = encode_key(key)
-            values = form.encode(acc, seq) if k is not None else None
-            if values is None or k is None:
+            row = self.encode_row(pair[0], pair[1], seq)
+            if row is None:
                 rest.append(pair)
                 continue
             seq += 1
-            for column, value in zip(columns, (*k, 0, *values), strict=True):
+            for column, value in zip(columns, row, strict=True):
                 column.append(value)
         return columns, rest
+
+    def encode_row(self, key: Any, acc: Any, seq: int) -> tuple[Any, ...] | None:
+        """The typed columns of one ``(key, accumulator)`` pair (key, ``g``, accumulator), or None
+        when it keeps the Python path."""
+        k = encode_key(key)
+        if k is None:
+            return None
+        values = self.form.encode(acc, seq)
+        return None if values is None else (*k, 0, *values)
 
     def aggregate(self, rows: Any) -> Any:
         """Spark's ``groupBy(key, g).agg(...)`` over ``rows`` (this edge's rows of its producer stage)."""
@@ -449,14 +550,22 @@ class TypedAggregation:
         """``(key, accumulator)`` pairs of a batch of `aggregate`'s rows (the pickled ones as they were)."""
         columns = [c.to_pylist() for c in batch.columns]
         form = self.form
+        n = len(KEY_FIELDS)
         out: list[Any] = []
         for row in zip(*columns, strict=True):
-            ks, ki, _, data, *values = row
+            data = row[n + 1]
             if data is not None:
                 out += pickle.loads(data)
             else:
-                out.append((ks if ks is not None else ki, form.decode(values)))
+                out.append((decode_key(row[:n]), form.decode(row[n + 2:])))
         return out
 
+    def pre_vertex(self) -> tuple[str, Callable[[], Any]] | None:
+        """A vertex (name, supplier) the producer task runs between the edge's source and its
+        capture (none here: the source is the stage-1 accumulator)."""
+        return None
+
     def describe(self) -> str:
+        if not self.keyed:
+            return f"agg({self.form.describe('')}) (global: one group)"
         return f"groupBy(key).agg({self.form.describe('')})"

@@ -27,10 +27,12 @@ How a job becomes Spark work:
    stage 1 accumulates per partition before the shuffle, stage 2 combines after it.
    **Spark's own aggregation**: when the operation is a built-in one with a typed form
    (`jetbench.spark.lowering`: counting, summing, averaging, min_by/max_by, to_list, to_set,
-   all_of of these), the accumulators cross as typed columns and Spark combines them
-   (``groupBy(key).agg(...)``, its own shuffle); the pairs whose types Spark cannot hold exactly
-   go pickled to the same combining vertex, so the result is the Python path's
-   (``spark_aggregation=False`` turns it off).
+   all_of of these), keyed or global, the accumulators cross as typed columns and Spark combines
+   them (``groupBy(key).agg(...)``, its own shuffle); a batch tumbling or sliding window of such
+   an operation folds frames in the producer's tasks and Spark makes the windows
+   (``groupBy(window(ts, size, slide), key).agg(...)``, `jetbench.spark.window_lowering`); the
+   pairs whose types Spark cannot hold exactly go pickled to the same combining vertex, so the
+   result is the Python path's (``spark_aggregation=False`` turns it off).
 4. **Results.** Collecting sinks return their ``result_part()`` from every task as rows of
    their own; the driver collects them with ``toArrow()`` and merges them with the sink's
    ``merge_results`` exactly as the local executor does, in partition order.
@@ -122,8 +124,9 @@ class SparkConfig:
     ``partitions``: Spark partitions of stages after a shuffle or without input (None: the
     session's default parallelism). ``execution``: settings of the `ExecutionService` inside
     each task, over `DEFAULT_EXECUTION` (``cooperative_threads=1``, ...); a bad setting fails
-    here, not in a task. ``spark_aggregation``: let Spark combine the built-in keyed
-    aggregations it can (`jetbench.spark.lowering`); False keeps every aggregation in Python.
+    here, not in a task. ``spark_aggregation``: let Spark combine the built-in aggregations and
+    make the batch windows it can (`jetbench.spark.lowering`, `jetbench.spark.window_lowering`);
+    False keeps every aggregation and window in Python.
     """
 
     session: Any = None

@@ -34,11 +34,13 @@ from ..core.processor import Processor
 from ..processors.aggregation import AccumulateByKeyP, CombineByKeyP
 from ..processors.generator_source import GeneratorP
 from ..processors.supplier import made_by
+from ..processors.window_aggregate import WindowAggregate
 from ..runner_errors import RunnerError
 from .dataframe_sinks import SparkSink
 from .dataframe_sources import DataFrameSource, ParquetSource
-from .lowering import TypedAggregation, lower
+from .lowering import KEY_TYPES, TypedAggregation, lower
 from .stage_task import InputSpec, OutputSpec, StagePlan, Tagger
+from .window_lowering import TypedWindow, WindowCombine, window_key
 
 __all__ = [
     "ARROW_SOURCES",
@@ -136,8 +138,10 @@ class SparkPlan:
     cut: set[int]  # ids of cut edges
     #: cut edges that Spark aggregates, by channel (`lower_aggregations`)
     typed: dict[int, TypedAggregation] = field(default_factory=dict)
-    #: combining vertices whose aggregation stays in Python, and why
+    #: combining and window vertices whose aggregation stays in Python, and why
     python_aggregations: dict[str, str] = field(default_factory=dict)
+    #: vertices whose tasks run another supplier (a lowered window's `WindowCombine`)
+    replaced: dict[str, Any] = field(default_factory=dict)
 
     def explain(self) -> str:
         """Each stage: where it runs (a stage runs in Python: a copy of its sub-DAG on a local
@@ -154,8 +158,14 @@ class SparkPlan:
                 lines.append(f"  -> {e.target.name} ({e.routing.value})")
         for channel, typed in self.typed.items():
             e = self.dag.edges[channel]
+            if isinstance(typed, TypedWindow):
+                lines.append(f"Spark window aggregation {e.target.name}: {typed.describe()} in the JVM over typed "
+                             f"columns ({KEY_TYPES}; accumulators in Spark types) of frames folded in Python before "
+                             f"the shuffle; frames of other types go pickled to {e.target.name}, which combines "
+                             f"and finishes the windows in Python")
+                continue
             lines.append(f"Spark aggregation {e.source.name} -> {e.target.name}: {typed.describe()} in the JVM over "
-                         f"typed columns (str or 64-bit int keys, accumulators in Spark types); pairs of other types "
+                         f"typed columns ({KEY_TYPES}; accumulators in Spark types); pairs of other types "
                          f"go pickled to {e.target.name}, which combines and finishes in Python")
         for name, why in self.python_aggregations.items():
             lines.append(f"Python aggregation {name}: {why}")
@@ -171,8 +181,9 @@ class SparkPlan:
         consumer = self.stage_of[e.target.name]
         typed = self.typed.get(self.channel(e))
         if typed is not None:
+            how = "by key" if typed.keyed else "all to partition 0"
             return (f"typed rows, Spark {typed.describe()} (its own shuffle), then its accumulators "
-                    f"to repartition({consumer.partitions}, part) by key")
+                    f"to repartition({consumer.partitions}, part) {how}")
         source = "read by Spark" if e.source.name in self.arrow_sources else "rows of pickled items"
         if consumer.mode in ("items", "arrow"):
             return f"{source}, no shuffle (the producer's partitions)"
@@ -191,7 +202,12 @@ class SparkPlan:
         consumer = self.stage_of.get(e.target.name)
         if consumer is None or consumer.mode in ("items", "arrow"):
             return None
-        return Tagger(consumer.inputs.index(e), e.routing, e.key_fn, consumer.partitions)
+        return Tagger(consumer.inputs.index(e), e.routing, self.key_fn(e), consumer.partitions)
+
+    def key_fn(self, e: Edge) -> Any:
+        """What the items of cut edge ``e`` reaching its consumer are partitioned by: the edge's key
+        function, or for a lowered window the window and key of its accumulators (`window_key`)."""
+        return window_key if isinstance(self.typed.get(self.channel(e)), TypedWindow) else e.key_fn
 
     def channel(self, e: Edge) -> int:
         """The channel of cut edge ``e`` in its producer's output rows: the edge's index in the DAG."""
@@ -207,7 +223,7 @@ class SparkPlan:
             if id(e) not in self.cut and e.source.name in members
         ]
         inputs = [
-            InputSpec(i, e.target.name, e.destination_ordinal, e.routing.value, e.key_fn, e.edge_priority,
+            InputSpec(i, e.target.name, e.destination_ordinal, e.routing.value, self.key_fn(e), e.edge_priority,
                       e.edge_queue_size)
             for i, e in enumerate(st.inputs)
         ]
@@ -220,7 +236,8 @@ class SparkPlan:
         reader = None
         if st.mode == "arrow":
             reader = self.arrow_sources[st.inputs[0].source.name].partition_reader(st.partitions)
-        return StagePlan(st.index, st.partitions, st.mode, [(v.name, v.supplier, v.local_parallelism) for v in st.vertices],
+        vertices = [(v.name, self.replaced.get(v.name, v.supplier), v.local_parallelism) for v in st.vertices]
+        return StagePlan(st.index, st.partitions, st.mode, vertices,
                          edges, inputs, outputs, st.collecting, execution, reader, extra)
 
 
@@ -342,10 +359,11 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
 
 def lower_aggregations(plan: SparkPlan, enabled: bool = True) -> SparkPlan:
     """Mark the cut edges of ``plan`` whose aggregation Spark runs (`jetbench.spark.lowering`),
-    in place; returns ``plan``. Such an edge goes from a keyed stage-1 accumulator
-    (`is_stage1_accumulator`) to a keyed combining vertex, partitioned, into a stage fed by a
-    shuffle, and its operation has a typed form (`lowering.lower`). Every other combining vertex
-    is noted in ``plan.python_aggregations`` with the reason."""
+    in place; returns ``plan``. Such an edge goes from a stage-1 accumulator
+    (`is_stage1_accumulator`) to a combining vertex, partitioned by key (keyed) or all-to-one
+    (global: ``stage.aggregate(op)``), into a stage fed by a shuffle, and its operation has a typed
+    form (`lowering.lower`). Every other combining vertex is noted in ``plan.python_aggregations``
+    with the reason."""
     for v in plan.dag.vertices:
         if not made_by(v.supplier, CombineByKeyP):
             continue
@@ -353,30 +371,76 @@ def lower_aggregations(plan: SparkPlan, enabled: bool = True) -> SparkPlan:
         if why is not None:
             plan.python_aggregations[v.name] = why
             continue
+        keyed = not _params(v).get("values_only")
         for e in plan.dag.inbound_edges(v):
             form = lower(_params(e.source)["op"])
             assert not isinstance(form, str)  # _why_python checked it
-            plan.typed[plan.channel(e)] = TypedAggregation(plan.channel(e), form)
+            plan.typed[plan.channel(e)] = TypedAggregation(plan.channel(e), form, keyed)
+    for v in plan.dag.vertices:
+        if isinstance(v.supplier, WindowAggregate):
+            _lower_window(plan, v, enabled)
     return plan
+
+
+def _lower_window(plan: SparkPlan, v: Vertex, enabled: bool) -> None:
+    """Lower window vertex ``v`` (`jetbench.spark.window_lowering`), or note why it stays in Python."""
+    spec = v.supplier
+    assert isinstance(spec, WindowAggregate)
+    window = spec.window_def
+    why = _why_window_python(plan, v, spec, enabled)
+    if why is not None:
+        plan.python_aggregations[v.name] = why
+        return
+    form = lower(spec.op)
+    assert not isinstance(form, str)  # _why_window_python checked it
+    (e,) = plan.dag.inbound_edges(v)
+    plan.typed[plan.channel(e)] = TypedWindow(plan.channel(e), form, spec.key_fn is not None, spec.op, spec.key_fn,
+                                              window.size, window.slide, v.name)
+    plan.replaced[v.name] = WindowCombine(spec.op)
+
+
+def _why_window_python(plan: SparkPlan, v: Vertex, spec: WindowAggregate, enabled: bool) -> str | None:
+    """Why window vertex ``v`` keeps the Python path, or None if Spark can window for it."""
+    if not enabled:
+        return "Spark's aggregation is off (spark_aggregation=False)"
+    if spec.window_def.kind != "sliding":
+        return f"{spec.window_def!r} windows have no Spark form here"
+    form = lower(spec.op)
+    if isinstance(form, str):
+        return form
+    if spec.op.combine is None:
+        return "its operation has no combine"
+    edges = plan.dag.inbound_edges(v)
+    consumer = plan.stage_of.get(v.name)
+    if len(edges) != 1 or consumer is None or consumer.mode not in ("keyed", "multi"):
+        return "its input is not one shuffled edge"
+    (e,) = edges
+    routing = Routing.PARTITIONED if spec.key_fn is not None else Routing.ALL_TO_ONE
+    if (id(e) not in plan.cut or e.routing is not routing or e.source.name not in plan.stage_of
+            or e.destination_ordinal != 0):
+        return f"its input from {e.source.name!r} is not a {routing.value} edge from a Python stage"
+    return None
 
 
 def _why_python(plan: SparkPlan, v: Vertex, enabled: bool) -> str | None:
     """Why the combining vertex ``v`` keeps the Python path, or None if Spark can combine for it."""
     if not enabled:
         return "Spark's aggregation is off (spark_aggregation=False)"
-    if _params(v).get("values_only"):
-        return "a global aggregation (one group): nothing for Spark to group"
+    keyed = not _params(v).get("values_only")
     consumer = plan.stage_of.get(v.name)
     if consumer is None or consumer.mode not in ("keyed", "multi"):
         return "its input is not shuffled"
     form = lower(_params(v)["op"])
     if isinstance(form, str):
         return form
+    routing = Routing.PARTITIONED if keyed else Routing.ALL_TO_ONE
+    kind = "a keyed stage-1 accumulator's partitioned edge" if keyed else "a global stage-1 accumulator's edge"
     for e in plan.dag.inbound_edges(v):
         src = _params(e.source)
-        if (id(e) not in plan.cut or e.routing is not Routing.PARTITIONED or not is_stage1_accumulator(e.source.supplier)
-                or getattr(src.get("key_fn"), "__name__", "") == "_no_key"):
-            return f"its input from {e.source.name!r} is not a keyed stage-1 accumulator's partitioned edge"
+        global_source = getattr(src.get("key_fn"), "__name__", "") == "_no_key"
+        if (id(e) not in plan.cut or e.routing is not routing or not is_stage1_accumulator(e.source.supplier)
+                or global_source is keyed):
+            return f"its input from {e.source.name!r} is not {kind}"
         theirs = lower(src["op"])
         if isinstance(theirs, str) or theirs.describe("") != form.describe(""):
             return f"{e.source.name!r} accumulates with another operation"

@@ -206,7 +206,7 @@ class TypedOutlet:
             yield TypedRows(self.typed.channel, {name: column[i:i + CHUNK * 16]
                                                  for name, column in zip(self.names, self.columns, strict=True)},
                             [None] * min(CHUNK * 16, n - i))
-        _, _, g = self.typed.group_names()
+        g = self.typed.group_names()[-1]
         chunks = [self.rest[i:i + CHUNK] for i in range(0, len(self.rest), CHUNK)]
         if chunks:
             groups = list(range(self.seq, self.seq + len(chunks)))
@@ -452,7 +452,14 @@ def run_stage(plan: StagePlan, partition: int, batches: Iterator[pa.RecordBatch]
         outlet = TypedOutlet(out.typed, partition) if out.typed is not None else Outlet(out.channel, out.tagger)
         outlets.append(outlet)
         capture = dag.new_vertex(_unique(names, f"spark-output-{out.channel}"), _Fixed(partial(CaptureP, outlet)), 1)
-        dag.edge(Edge.from_(vertices[out.vertex], out.ordinal).to(capture).queue_size(out.queue_size))
+        source, ordinal = vertices[out.vertex], out.ordinal
+        pre = out.typed.pre_vertex() if out.typed is not None else None
+        if pre is not None:  # a lowered window's frames: folded here, named after the window vertex
+            name, supplier = pre
+            between = dag.new_vertex(_unique(names, name), GlobalContextSupplier(supplier, partition, plan.partitions), 1)
+            dag.edge(Edge.from_(source, ordinal).to(between).queue_size(out.queue_size))
+            source, ordinal = between, 0
+        dag.edge(Edge.from_(source, ordinal).to(capture).queue_size(out.queue_size))
 
     job = ExecutionService(**plan.execution).submit(dag, name=f"spark-stage-{plan.index}-part-{partition}")
     job.join()

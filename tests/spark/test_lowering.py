@@ -13,7 +13,7 @@ import pytest
 
 from jetbench import aggregate
 from jetbench.processors.aggregate_operation import FACTORIES, AggregateOperation
-from jetbench.spark.lowering import TypedAggregation, ddl, encode_key, lower
+from jetbench.spark.lowering import TypedAggregation, ddl, decode_key, encode_key, lower
 
 
 class Level(IntEnum):
@@ -47,10 +47,31 @@ def test_every_library_operation_lowers_or_says_why():
 
 
 def test_keys_spark_groups_as_python_does():
-    assert encode_key("fox") == ("fox", None) and encode_key(-(2**63)) == (None, -(2**63))
-    # equal to an int or a str in Python, not in Spark's grouping; or not a Spark type at all
-    for key in (True, 1.0, Level.LOW, 2**63, "\ud800", ("a", 1), None, b"raw"):
+    assert encode_key("fox") == ("fox", None, None, None, None, None)
+    assert encode_key(-(2**63)) == (None, -(2**63), None, None, None, None)
+    assert encode_key(True) == (None, None, None, True, None, None)  # a column of its own: never grouped with 1
+    assert encode_key(1.0) == (None, None, 1.0, None, None, None)
+    assert encode_key(b"raw") == (None, None, None, None, b"raw", None)
+    assert encode_key(None) == (None,) * 6 and encode_key(()) == (None,) * 5 + ([],)
+    assert encode_key(("a", 1, None)) == (None,) * 5 + ([{"s": "a"}, {"i": 1}, None],)
+    # not a Spark type, or Spark would group them otherwise than Python (NaN, -0.0 given back as 0.0)
+    for key in (Level.LOW, 2**63, "\ud800", float("nan"), -0.0, ("a", ("b",)), ("a", float("nan")), ("a", Level.LOW),
+                frozenset({1}), 1j):
         assert encode_key(key) is None, key
+
+
+@pytest.mark.parametrize("key", [None, "fox", 7, -(2**63), 2.5, float("inf"), 0.0, True, False, b"", b"\x00raw", (),
+                                 ("a", 1, 2.5, True, b"y", None), (None,), (False, 0, 0.0, "", b"")])
+def test_a_key_survives_its_columns(key):
+    from jetbench.spark.lowering import KEY_FIELDS
+
+    through_arrow = [pa.array([value], t).to_pylist()[0] for value, (_, t) in zip(encode_key(key), KEY_FIELDS,
+                                                                                   strict=True)]
+    decoded = decode_key(through_arrow)
+    assert decode_key(encode_key(key)) == decoded
+    assert decoded == key and type(decoded) is type(key)
+    if isinstance(key, tuple):
+        assert [type(x) for x in decoded] == [type(x) for x in key]
 
 
 def roundtrip(op, pairs):
@@ -58,14 +79,13 @@ def roundtrip(op, pairs):
     typed = TypedAggregation(5, lower(op))
     columns, rest = typed.encode_pairs(pairs, seq=100)
     names = [f.name for f in typed.fields()]
-    assert names[:3] == ["c5_k_s", "c5_k_i", "c5_g"]
+    assert names[:7] == ["c5_k_s", "c5_k_i", "c5_k_f", "c5_k_b", "c5_k_y", "c5_k_t", "c5_g"]
     batch = pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(columns, typed.fields(), strict=True)],
                                        names=names)
     form, decoded = typed.form, []
     for row in batch.to_pylist():
-        ks, ki = row[names[0]], row[names[1]]
-        values = [row[n] for n in names[3:]]
-        decoded.append((ks if ks is not None else ki, form.decode(_as_aggregated(form, values))))
+        values = [row[n] for n in names[7:]]
+        decoded.append((decode_key([row[n] for n in names[:6]]), form.decode(_as_aggregated(form, values))))
     return decoded, rest
 
 
@@ -97,9 +117,10 @@ def test_an_accumulator_survives_its_typed_columns(op, pairs):
 
 
 @pytest.mark.parametrize(("op", "pair"), [
-    (aggregate.counting(), (1.0, 3)),           # a float key (equal to 1 in Python)
-    (aggregate.counting(), (True, 3)),          # a bool key
-    (aggregate.counting(), (("a", 1), 3)),      # a tuple key
+    (aggregate.counting(), (float("nan"), 3)),  # a NaN key (Spark groups NaNs together)
+    (aggregate.counting(), (-0.0, 3)),          # Spark would give it back as 0.0
+    (aggregate.counting(), (("a", ("b",)), 3)),  # a nested tuple key
+    (aggregate.counting(), (Level.LOW, 3)),     # an int subclass
     (aggregate.summing(), ("a", 2.5)),          # a float sum: Spark would add in another order
     (aggregate.summing(), ("a", 2**63)),        # beyond 64 bits
     (aggregate.summing(), ("a", Decimal(2))),
@@ -124,9 +145,9 @@ def _fitting(op):
 def test_min_by_orders_minus_zero_as_zero_and_ties_by_order():
     typed = TypedAggregation(0, lower(aggregate.min_by(lambda x: x)))
     columns, _ = typed.encode_pairs([("a", -0.0), ("b", 0.0)], seq=7)
-    values, seqs = columns[3], columns[4]
+    values, seqs = columns[7], columns[8]
     assert values == [0.0, 0.0] and str(values[0]) == "0.0" and seqs == [7, 8]
-    assert pickle.loads(columns[5][0]) == -0.0  # the item itself is kept as it is
+    assert pickle.loads(columns[9][0]) == -0.0  # the item itself is kept as it is
 
 
 def test_all_of_spans_the_columns_of_its_parts():
@@ -136,7 +157,8 @@ def test_all_of_spans_the_columns_of_its_parts():
     _, rest = roundtrip_all_of(op, [("k", (2, (0.5, 2), {"a"}))])
     assert len(rest) == 1  # one part that does not fit sends the whole pair the Python way
     assert ddl(TypedAggregation(3, lower(op)).fields()) == (
-        ", c3_k_s string, c3_k_i bigint, c3_g bigint, c3_a_0_n bigint, c3_a_1_s bigint, c3_a_1_c bigint, "
+        ", c3_k_s string, c3_k_i bigint, c3_k_f double, c3_k_b boolean, c3_k_y binary, "
+        "c3_k_t array<struct<s:string,i:bigint,f:double,b:boolean,y:binary>>, c3_g bigint, c3_a_0_n bigint, c3_a_1_s bigint, c3_a_1_c bigint, "
         "c3_a_2_s array<string>, c3_a_2_i array<bigint>")
 
 
@@ -145,6 +167,107 @@ def roundtrip_all_of(op, pairs):
     columns, rest = typed.encode_pairs(pairs, seq=0)
     decoded = []
     for row in zip(*columns, strict=True):
-        ks, ki, _g, n, s, c, strs, ints = row
-        decoded.append((ks if ks is not None else ki, typed.form.decode([n, Decimal(s), c, strs, ints])))
+        n, s, c, strs, ints = row[7:]
+        decoded.append((decode_key(row[:6]), typed.form.decode([n, Decimal(s), c, strs, ints])))
     return decoded, rest
+
+
+# -- windows (`jetbench.spark.window_lowering`) -----------------------------------------------------
+
+
+def typed_window(op=None, size=100, slide=50):
+    from jetbench.spark.window_lowering import TypedWindow
+
+    op = op or aggregate.counting()
+    return TypedWindow(2, lower(op), True, op, None, size, slide, "windows")
+
+
+def test_a_frame_crosses_typed_when_spark_holds_its_start_exactly():
+    typed = typed_window()
+    triples = [(100, "a", 3), (100.0, "b", 1), (-50, None, 2), (150.5, "a", 1), (2**51, "a", 1), ("x", "a", 1),
+               (0, frozenset(), 1), (0, "a", 2.5)]
+    columns, rest = typed.encode_pairs(triples, seq=0)
+    names = [f.name for f in typed.fields()]
+    assert names[-1] == "c2_fs" and len(columns) == len(names)
+    assert columns[-1] == [100, 100, -50] and all(type(fs) is int for fs in columns[-1])
+    assert [decode_key(row[:6]) for row in zip(*columns, strict=True)] == ["a", "b", None]
+    assert rest == triples[3:]  # a fractional or out-of-range frame, a key or an accumulator Spark cannot hold
+
+
+def test_pickled_frames_are_put_in_every_window_that_holds_them():
+    typed = typed_window(size=100, slide=25)
+    blob = pickle.dumps([(-25, "a", 3), (50.0, frozenset(), 1)])
+    row = [None, None, *([None] * 6), 5, blob, None]  # start, end, the key columns, g, data, the count
+    batch = pa.RecordBatch.from_pylist([dict(zip([f"c{i}" for i in range(len(row))], row, strict=True))])
+    windows = typed.decode(batch)
+    assert windows == [(s, s + 100, "a", 3) for s in (-100, -75, -50, -25)] + \
+        [(s, s + 100, frozenset(), 1) for s in (-25, 0, 25, 50)]
+    assert all(type(start) is int and type(end) is int for start, end, _, _ in windows)
+
+
+def test_the_window_vertex_combines_and_emits_as_sliding_window_p_does():
+    from jetbench.core.outbox import Outbox
+    from jetbench.core.processor import ProcessorContext
+    from jetbench.processors.window_definition import WindowResult
+    from jetbench.spark.window_lowering import WindowCombineP
+
+    op = aggregate.to_list()
+    p = WindowCombineP(op)
+    box = Outbox(ordinal_count=1)
+    p.init(box, ProcessorContext("windows", 0, 0, 1, 1))
+    shared = [1]  # a pickled frame's accumulator, in two windows: each gets a copy
+    from jetbench.core.inbox import Inbox
+
+    p.process(0, Inbox([(50, 150, "a", shared), (0, 100, "a", shared), (0, 100, 1, [2]), (0, 100, 1.0, [3])]))
+    assert p.complete()
+    out = box.take_bucket(0)
+    assert out == [(100, WindowResult(0, 100, "a", [1])), (100, WindowResult(0, 100, 1, [2, 3])),
+                   (150, WindowResult(50, 150, "a", [1]))]
+    assert shared == [1]
+
+
+def test_frames_and_windows_go_out_through_a_small_outbox():
+    """More results than the outbox holds: complete() goes on over several calls, losing none."""
+    from jetbench.core.inbox import Inbox
+    from jetbench.core.outbox import Outbox
+    from jetbench.core.processor import ProcessorContext
+    from jetbench.spark.window_lowering import FrameAccumulateP, WindowCombineP
+
+    def drain(p, items):
+        box = Outbox(ordinal_count=1, capacity=3)
+        p.init(box, ProcessorContext("windows", 0, 0, 1, 1))
+        p.process(0, Inbox(items))
+        out, calls = [], 0
+        while True:
+            calls += 1
+            done = p.complete()
+            out += box.take_bucket(0)
+            if done:
+                return out, calls
+
+    events = [(ts, ts % 4) for ts in range(0, 1000, 7)]  # spans frames: item by item
+    frames, calls = drain(FrameAccumulateP(lambda x: x, aggregate.counting(), 100), events)
+    assert calls > 1 and sum(n for _, _, n in frames) == len(events)
+    assert sorted((fs, k) for fs, k, _ in frames) == sorted({(ts - ts % 100, k) for ts, k in events})
+    windows, calls = drain(WindowCombineP(aggregate.counting()), [(fs, fs + 100, k, n) for fs, k, n in frames])
+    assert calls > 1 and len(windows) == len(frames)
+    assert [end for end, _ in windows] == sorted(end for end, _ in windows)
+
+
+@pytest.mark.parametrize("key_fn", [None, str])
+def test_a_batch_within_one_frame_is_folded_at_once(key_fn):
+    from jetbench.core.inbox import Inbox
+    from jetbench.core.outbox import Outbox
+    from jetbench.core.processor import ProcessorContext
+    from jetbench.spark.window_lowering import FrameAccumulateP
+
+    op = aggregate.counting()
+    p = FrameAccumulateP(key_fn, op, 100)
+    assert p._batch is (op.accumulate_all if key_fn is None else op.accumulate_groups) is not None
+    box = Outbox(ordinal_count=1)
+    p.init(box, ProcessorContext("windows", 0, 0, 1, 1))
+    p.process(0, Inbox([(ts, ts % 2) for ts in range(200, 300, 3)]))
+    p.process(0, Inbox([(299.5, 1)]))
+    assert p.complete()
+    expected = {None: 35} if key_fn is None else {"0": 17, "1": 18}
+    assert {k: n for fs, k, n in box.take_bucket(0) if fs == 200} == expected

@@ -32,6 +32,17 @@ def mixed_key(x):
     return [x % 3, float(x % 3), x % 2 == 0, f"s{x % 4}", (x % 2, "t"), x / 1000][x % 6]
 
 
+def tuple_key(x):
+    return x % 3, f"s{x % 2}", x % 5 == 0
+
+
+def typed_key(x):
+    """Keys of every Spark-typed kind, equal ones across types included (0 == 0.0 == False,
+    (1, "a") == (1.0, "a") == (True, "a")), None and tuples holding None."""
+    return [x % 3 * 0.5, x % 2 == 0, bytes([x % 5]), None, x % 3, (x % 2, "a"), (float(x % 2), "a"),
+            (x % 2 == 1, "a"), (None, x % 2), ()][x % 10]
+
+
 def mixed_value(x):
     return x if x % 3 else x + 0.5
 
@@ -42,13 +53,15 @@ def near_the_top(x):
 
 #: (operation, key function, lowered?) per library operation; a factory missing here fails the walk
 SAMPLES = {
-    "counting": [(aggregate.counting(), str_key, True), (aggregate.counting(), mixed_key, True)],
+    "counting": [(aggregate.counting(), str_key, True), (aggregate.counting(), mixed_key, True),
+                 (aggregate.counting(), tuple_key, True), (aggregate.counting(), typed_key, True)],
     "summing": [(aggregate.summing(lambda x: x * 2), int_key, True), (aggregate.summing(near_the_top), str_key, True),
                 (aggregate.summing(mixed_value), str_key, True)],
-    "averaging": [(aggregate.averaging(), str_key, True), (aggregate.averaging(mixed_value), mixed_key, True)],
+    "averaging": [(aggregate.averaging(), str_key, True), (aggregate.averaging(mixed_value), mixed_key, True),
+                  (aggregate.averaging(), tuple_key, True)],
     "min_by": [(aggregate.min_by(lambda x: -x), int_key, True), (aggregate.min_by(mixed_value), mixed_key, True)],
     "max_by": [(aggregate.max_by(), str_key, True)],
-    "to_list": [(aggregate.to_list(), int_key, True)],
+    "to_list": [(aggregate.to_list(), int_key, True), (aggregate.to_list(), typed_key, True)],
     "to_set": [(aggregate.to_set(), str_key, True), (aggregate.to_set(), mixed_key, True)],
     "top_n": [(aggregate.top_n(3), str_key, False)],
     "all_of": [(aggregate.all_of(aggregate.counting(), aggregate.summing(), aggregate.to_set(), aggregate.max_by()),
@@ -84,7 +97,55 @@ def test_spark_aggregation_equals_the_local_executor(runner, name, i):
     local = normalise(jetbench.run(group_by(op, key_fn), timeout=60))
     spark = normalise(runner.run(group_by(op, key_fn), timeout=180))
     assert spark == local
-    assert {type(k) for k in spark} == {type(k) for k in local} or key_fn is mixed_key  # 1 or 1.0: who came first
+    assert {type(k) for k in spark} == {type(k) for k in local} or key_fn in (mixed_key, typed_key)  # 1 or 1.0: who came first
+
+
+def test_every_typed_key_is_grouped_by_spark(runner):
+    """Keys of every typed kind cross as typed columns: none is sent pickled."""
+    from jetbench.spark.lowering import encode_key
+
+    assert all(encode_key(typed_key(x)) is not None for x in ITEMS)
+    assert all(encode_key(tuple_key(x)) is not None for x in ITEMS)
+    assert "Spark aggregation" in runner.explain(group_by(aggregate.counting(), tuple_key), physical=False)
+
+
+GLOBAL_OPS = {
+    "every-operation": aggregate.all_of(aggregate.counting(), aggregate.summing(), aggregate.averaging(),
+                                        aggregate.min_by(lambda x: -x), aggregate.max_by(), aggregate.to_list(),
+                                        aggregate.to_set()),
+    "mixed-values": aggregate.all_of(aggregate.summing(mixed_value), aggregate.min_by(mixed_value),
+                                     aggregate.averaging(mixed_value)),
+}
+
+
+def global_aggregate(op, items=ITEMS):
+    p = Pipeline()
+    p.read_from(sources.items(items)).aggregate(op, name="total").write_to(sinks.collect())
+    return p
+
+
+def normalise_global(result):
+    (value,) = result
+    return tuple(sorted(part, key=repr) if isinstance(part, list) else part for part in value)
+
+
+@pytest.mark.parametrize("name", list(GLOBAL_OPS))
+def test_a_global_aggregation_is_combined_by_spark(runner, name):
+    op = GLOBAL_OPS[name]
+    text = runner.explain(global_aggregate(op), physical=False)
+    assert "Spark aggregation total-accumulate -> total-combine: agg(all_of(" in text and "(global: one group)" in text
+    assert "Python aggregation" not in text
+    local = normalise_global(jetbench.run(global_aggregate(op), timeout=60))
+    spark = normalise_global(runner.run(global_aggregate(op), timeout=180))
+    assert spark == local
+
+
+def test_a_global_aggregation_of_nothing_is_finish_of_create(spark):
+    op = aggregate.all_of(aggregate.counting(), aggregate.summing(), aggregate.to_list(), aggregate.to_set())
+    runner = SparkRunner(spark, partitions=3)
+    assert runner.plan(global_aggregate(op, [])).typed
+    assert runner.run(global_aggregate(op, []), timeout=120) == jetbench.run(global_aggregate(op, []), timeout=60) \
+        == [(0, 0, [], set())]
 
 
 def test_the_dag_wordcount_is_combined_by_spark(runner):
@@ -105,7 +166,7 @@ def test_explain_says_which_aggregation_runs_where(runner):
     text = runner.explain(p)
     assert "Spark aggregation" in text and "groupBy(key).agg(sum(count))" in text
     assert "Python aggregation top-combine: top_n has no Spark form here" in text
-    assert "Python aggregation total-combine: a global aggregation" in text
+    assert "Spark aggregation total-accumulate -> total-combine: agg(sum(decimal(38,0))) (global: one group)" in text
     physical = text.split("== Spark physical plan (results) ==")[1]
     assert "HashAggregate" in physical
     off = SparkRunner(runner.session, spark_aggregation=False).explain(p, physical=False)

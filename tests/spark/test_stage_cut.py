@@ -164,10 +164,22 @@ def test_spark_aggregates_the_built_in_counting_between_the_two_stages():
     assert "Spark aggregation accumulate -> combine: groupBy(key).agg(sum(count)) in the JVM" in text
     assert "<- accumulate (partitioned): typed rows, Spark groupBy(key).agg(sum(count))" in text
     task = plan.task_plan(plan.stages[0], {"cooperative_threads": 1})
-    assert [f.name for f in task.extra] == [f"c{typed.channel}_{n}" for n in ("k_s", "k_i", "g", "a_n")]
+    assert [f.name for f in task.extra] == [f"c{typed.channel}_{n}"
+                                            for n in ("k_s", "k_i", "k_f", "k_b", "k_y", "k_t", "g", "a_n")]
     assert plan.task_plan(plan.stages[1], {"cooperative_threads": 1}).extra == []
     off = lower_aggregations(assign_partitions(cut(two_stage_count(), threads=1), 4, {}), enabled=False)
     assert not off.typed and off.python_aggregations == {"combine": "Spark's aggregation is off (spark_aggregation=False)"}
+
+
+def test_spark_aggregates_a_global_aggregation_as_one_group():
+    plan = lower_aggregations(assign_partitions(cut(global_sum(), threads=1), 4, {}))
+    (edge,) = plan.stages[0].outputs
+    typed = plan.typed[plan.channel(edge)]
+    assert not typed.keyed and typed.describe() == "agg(sum(count)) (global: one group)"
+    text = plan.explain()
+    assert "Spark aggregation accumulate -> combine: agg(sum(count)) (global: one group) in the JVM" in text
+    assert "then its accumulators to repartition(1, part) all to partition 0" in text
+    assert not plan.python_aggregations
 
 
 def test_a_partitioned_edge_into_a_single_stage_aggregator_is_a_shuffle():
