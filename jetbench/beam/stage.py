@@ -48,7 +48,8 @@ from apache_beam.coders.coder_impl import create_OutputStream
 from apache_beam.portability.api import beam_fn_api_pb2, beam_runner_api_pb2, metrics_pb2
 from apache_beam.runners.portability.fn_api_runner import worker_handlers
 from apache_beam.runners.portability.fn_api_runner.execution import WindowGroupingBuffer
-from apache_beam.runners.worker import bundle_processor
+from apache_beam.runners.worker import bundle_processor, sdk_worker
+from apache_beam.runners.worker.statecache import StateCache
 
 from ..core.inbox import Inbox
 from ..core.processor import Processor
@@ -138,9 +139,7 @@ class ExecutableStageP(Processor):
             descriptor.state_api_service_descriptor.CopyFrom(self._worker.state_api_service_descriptor())
             _point_data_ports_at(descriptor, self._worker.data_api_service_descriptor())
         else:  # the embedded harness reads only the descriptors of its "worker manager", no provision info
-            manager: Any = _Descriptors(descriptor)
-            self._worker = worker_handlers.EmbeddedWorkerHandler(None, state=self._state, provision_info=None,  # type: ignore[arg-type]
-                                                                 worker_manager=manager)
+            self._worker = _embedded_harness(descriptor, self._state)
         descriptor.timer_api_service_descriptor.CopyFrom(self._worker.data_api_service_descriptor())
         if context.processing_guarantee != "none":  # a restart: this instance's committed metrics start again
             self.collector.restart(self.spec.vertex_name, context.global_index)
@@ -365,6 +364,23 @@ def _point_data_ports_at(descriptor: beam_fn_api_pb2.ProcessBundleDescriptor, en
             port = beam_fn_api_pb2.RemoteGrpcPort.FromString(transform.spec.payload)
             port.api_service_descriptor.CopyFrom(endpoint)
             transform.spec.payload = port.SerializeToString()
+
+
+def _embedded_harness(descriptor: beam_fn_api_pb2.ProcessBundleDescriptor, state: Any) -> Any:
+    """Beam's in-process SDK harness for ``descriptor``, reading and writing state through
+    ``state``, without Beam's state cache (as Beam's harness runs with ``--state_cache_size=0``).
+
+    The embedded harness's cache (100 MB) would only ever serve one bundle (the runner gives no
+    cache tokens, so entries are keyed by the bundle) and weighs every value it stores with
+    ``objsize.get_deep_size``, which walks the globals of every loaded module on each call: a
+    stateful DoFn paid that on every state write (most of the CPU of a stateful stage here), to
+    save re-reading an in-memory dict. Reads and writes go straight to ``state`` instead."""
+    manager: Any = _Descriptors(descriptor)
+    handler = worker_handlers.EmbeddedWorkerHandler(None, state=state, provision_info=None,  # type: ignore[arg-type]
+                                                    worker_manager=manager)
+    handler.bundle_processor_cache.state_handler_factory = worker_handlers.SingletonStateHandlerFactory(
+        sdk_worker.GlobalCachingStateHandler(StateCache(0), state))
+    return handler
 
 
 class _Descriptors:
