@@ -255,18 +255,17 @@ def _user_state_saved(store: SnapshotStore, after: int, pending_groups: bool) ->
 def test_a_pipeline_killed_with_sigkill_resumes_in_a_new_process_to_the_failure_free_output(tmp_path):
     """Killed with SIGKILL once a snapshot newer than the one it started from is in the store,
     twice (the second time unless it finishes first); each new process resumes from the store (``resume=True``, the same ``job_name``)
-    until one finishes: the text files hold exactly the failure-free run's lines. The grouping's
+    until one finishes: the text files hold exactly a failure-free run's lines. The grouping's
     groups and a stateful stage's user state and timers (two instances: each key's state must
     come back to the instance the new process routes the key to) cross the processes."""
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    reference, out, store_path = tmp_path / "reference" / "part", tmp_path / "out" / "part", tmp_path / "s.sqlite"
-    ref = subprocess.run([sys.executable, str(script), str(tmp_path / "ref.sqlite"), str(reference)], env=env,
-                         capture_output=True, text=True, timeout=180)
-    assert "done DONE" in ref.stdout, ref.stderr[-3000:]
-    expected = _text_lines(reference)
-    # per prefix of 3 letters ("w7": w7 alone; "w14": w14, w140-w149, w1400-w1499), 2 per word
+    out, store_path = tmp_path / "out" / "part", tmp_path / "s.sqlite"
+    # the failure-free output, computed here rather than by one more run of the child: per prefix
+    # of 3 letters ("w7": w7 alone; "w14": w14, w140-w149, w1400-w1499), 2 per word
+    prefixes = Counter(f"w{i}"[:3] for i in range(6000))
+    expected = Counter(f"{prefix} {2 * words}" for prefix, words in prefixes.items())
     assert sum(expected.values()) == 100 and expected["w7 2"] == 1 and expected["w14 222"] == 1
 
     store = SnapshotStore(store_path)
