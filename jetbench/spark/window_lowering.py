@@ -86,40 +86,41 @@ class FrameAccumulateP(_EmitsWhenComplete):
         self.slide = slide
         self.frames: dict[Any, dict[Any, Any]] = {}
         self._batch = op.accumulate_all if key_fn is None else op.accumulate_groups
+        self.accepts_stamped = True  # a stamped chunk is read as its columns
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        events = inbox.take()
-        if not events:
+        # columns: a stamped chunk as it is (``accepts_stamped``), pairs unzipped
+        ts, items = inbox.take_stamped()
+        if not ts:
             return
         slide = self.slide
-        batch = self._batch
-        if batch is not None:
-            lo = min(ts for ts, _ in events)
-            hi = max(ts for ts, _ in events)
+        if self._batch is not None:
+            lo, hi = min(ts), max(ts)
             fs = lo - lo % slide
-            if fs == hi - hi % slide:
-                frame = self.frames.setdefault(fs, {})
-                items = [item for _, item in events]
-                key_fn = self.key_fn
-                if key_fn is not None:
-                    self.op.accumulate_groups(frame, key_fn, items)  # type: ignore[misc]
-                else:
-                    acc = frame.get(None, _MISSING)
-                    frame[None] = self.op.accumulate_all(self.op.create() if acc is _MISSING else acc,  # type: ignore[misc]
-                                                         items)
+            if fs == hi - hi % slide:  # the whole batch in one frame: one call of the batch kernel
+                self._fold(self.frames.setdefault(fs, {}), items)
                 return
         frames = self.frames
         key_fn = self.key_fn
         create, accumulate = self.op.create, self.op.accumulate
-        for ts, item in events:
-            fs = ts - ts % slide
+        for t, item in zip(ts, items, strict=True):
+            fs = t - t % slide
             found = frames.get(fs)
             if found is None:
                 found = frames[fs] = {}
-            frame = found
             key = None if key_fn is None else key_fn(item)
-            acc = frame.get(key, _MISSING)
-            frame[key] = accumulate(create() if acc is _MISSING else acc, item)
+            acc = found.get(key, _MISSING)
+            found[key] = accumulate(create() if acc is _MISSING else acc, item)
+
+    def _fold(self, frame: dict[Any, Any], items: list[Any]) -> None:
+        op, key_fn = self.op, self.key_fn
+        if key_fn is not None:
+            assert op.accumulate_groups is not None  # _batch is it
+            op.accumulate_groups(frame, key_fn, items)
+            return
+        assert op.accumulate_all is not None  # _batch is it
+        acc = frame.get(None, _MISSING)
+        frame[None] = op.accumulate_all(op.create() if acc is _MISSING else acc, items)
 
     def results(self) -> list[Any]:
         out = [(fs, key, acc) for fs, frame in self.frames.items() for key, acc in frame.items()]
