@@ -12,7 +12,8 @@ What a stage gets:
   as the access pattern asks, once their edge completes;
 * the main input: every batch of chunks in the inbox (at most 16) is one bundle (keyed pairs
   from a keyed edge lose their key first); residuals of splittable DoFns are run again until
-  none is left. Main input that comes before every side input is complete is held in memory
+  none is left (one that asks for a delay, such as PeriodicImpulse's until its next firing,
+  waits until then while the stage's thread sleeps, and is saved with a snapshot). Main input that comes before every side input is complete is held in memory
   until they are. Side edges of a higher priority (drained first) would deadlock when the main
   input and a side input both come from one upstream vertex and the main queue fills up: that
   vertex then waits on a consumer that waits on it;
@@ -40,6 +41,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -117,6 +119,8 @@ class ExecutableStageP(Processor):
         self._timers: dict[tuple[str, str], dict[Any, Any]] = {}
         #: main-input chunks that came before every side input was complete
         self._held: list[bytes] = []
+        #: residuals of splittable DoFns that asked to be resumed later: (when, encoded element)
+        self._deferred: list[tuple[float, bytes]] = []
         #: bundles whose finalization waits for a snapshot covering them (with a guarantee)
         self._to_finalize: list[str] = []
         self._prepared: list[str] = []
@@ -159,12 +163,17 @@ class ExecutableStageP(Processor):
     def try_process(self) -> bool:
         if self._held and not self._side_chunks:
             self._run_held()
+        elif self._deferred:
+            self._run_due()
         return not self._held or bool(self._side_chunks)
 
     def next_wake_time(self) -> float | None:
         """+inf while only input can move this stage on (its dedicated thread then sleeps until a
-        producer offers); None while main input is held back that `try_process` can run now."""
-        return None if self._held and not self._side_chunks else math.inf
+        producer offers); None while main input is held back that `try_process` can run now; the
+        time the first deferred residual is due, if any."""
+        if self._held and not self._side_chunks:
+            return None
+        return min(due for due, _ in self._deferred) if self._deferred else math.inf
 
     def complete_edge(self, ordinal: int) -> bool:
         side = self._side_specs.get(ordinal)
@@ -178,6 +187,10 @@ class ExecutableStageP(Processor):
     def complete(self) -> bool:
         while self._held:
             self._run_held()
+        if self._deferred:
+            self._run_due()
+            if self._deferred:  # not due yet: the thread sleeps until then (next_wake_time)
+                return False
         while self._timers:
             fired = self._take_timers()
             if not fired:
@@ -209,14 +222,32 @@ class ExecutableStageP(Processor):
         self._run(chunks, {})
 
     def _run(self, chunks: list[bytes], timers: dict[tuple[str, str], bytes]) -> None:
-        """Run a bundle of ``chunks`` (and ``timers``), then its residuals until none is left."""
+        """Run a bundle of ``chunks`` (and ``timers``), then its residuals until none is left;
+        a residual the DoFn asked to resume after a delay (``defer_remainder``, as Beam's
+        PeriodicImpulse does until its next firing) waits in ``_deferred`` until then instead of
+        being run again at once, over and over."""
         while True:
-            residuals = self._bundle(chunks, timers)
+            now = time.monotonic()
+            residuals = []
+            for root in self._bundle(chunks, timers):
+                delay = root.requested_time_delay
+                if delay.seconds > 0 or delay.nanos > 0:
+                    self._deferred.append((now + delay.seconds + delay.nanos / 1e9, root.application.element))
+                else:
+                    residuals.append(root.application.element)
             if not residuals:
                 return
             chunks, timers = residuals, {}
 
-    def _bundle(self, chunks: list[bytes], timers: dict[tuple[str, str], bytes]) -> list[bytes]:
+    def _run_due(self) -> None:
+        """Run the deferred residuals that are due (in one bundle)."""
+        now = time.monotonic()
+        due = [element for when, element in self._deferred if when <= now]
+        if due:
+            self._deferred = [(when, element) for when, element in self._deferred if when > now]
+            self._run(due, {})
+
+    def _bundle(self, chunks: list[bytes], timers: dict[tuple[str, str], bytes]) -> list[Any]:
         spec, worker = self.spec, self._worker
         bundle_id = f"jetbench_bundle_{next(_bundle_ids)}"
         self.bundles += 1
@@ -262,7 +293,7 @@ class ExecutableStageP(Processor):
                 self._finalize([bundle_id])
             else:  # once a snapshot holds what the bundle emitted
                 self._to_finalize.append(bundle_id)
-        return [root.application.element for root in result.residual_roots]
+        return list(result.residual_roots)
 
     def _finalize(self, bundle_ids: list[str]) -> None:
         for bundle_id in bundle_ids:
@@ -317,7 +348,7 @@ class ExecutableStageP(Processor):
         assert self._state is not None
         state = {
             "parallelism": self.context.total_parallelism,
-            "held": list(self._held),
+            "held": [*self._held, *(element for _, element in self._deferred)],  # deferred residuals: run at once
             # by step and tag: the ordinals of the side inputs may differ in a new process
             "side_chunks": {(self._side_specs[ordinal].transform_id, self._side_specs[ordinal].tag): list(chunks)
                             for ordinal, chunks in self._side_chunks.items()},

@@ -529,3 +529,52 @@ def test_a_stage_saves_its_held_main_input_and_partial_side_input_and_a_new_inst
     finally:
         restored.close()
     assert sorted(wv.value for _, wv in outbox._buckets[0]) == [("a", 61), ("b", 62)]
+
+
+def test_a_deferred_residual_waits_for_its_time_and_is_saved_with_the_stage():
+    """A splittable DoFn that defers its remainder (PeriodicImpulse between two firings, an hour
+    apart): the stage keeps the residual until it is due instead of running it again at once
+    (its thread sleeps until `next_wake_time`), saves it in a snapshot, and a new instance
+    restored from it resumes the restriction where it was: no firing again, the next one due an
+    hour after the first."""
+    from apache_beam.runners.common import ENCODED_IMPULSE_VALUE
+    from apache_beam.transforms.periodicsequence import PeriodicImpulse
+    from apache_beam.transforms.window import FixedWindows
+    from apache_beam.utils import timestamp
+
+    p = beam.Pipeline()
+    start = timestamp.Timestamp.now()
+    _ = (p | PeriodicImpulse(start_timestamp=start, stop_timestamp=start + 7200, fire_interval=3600)
+         | beam.WithKeys(0) | beam.WindowInto(FixedWindows(60)) | beam.GroupByKey())
+    plan = JetbenchRunner.explain(p, parallelism=1, processing_guarantee="exactly_once")
+    outbox = Outbox(ordinal_count=1, capacity=100)
+    first = _stage_instance(plan, "PeriodicImpulse/GenSequence/PairWithRestriction", outbox)
+    try:
+        first.process(0, restore_inbox([ENCODED_IMPULSE_VALUE]))
+    finally:
+        first.close()
+    element = outbox.take_bucket()  # the element and its restriction, for the SDF's stage
+    next_firing = time.monotonic() + (start + 3600 - timestamp.Timestamp.now()).micros / 1e6
+
+    outbox = Outbox(ordinal_count=1, capacity=100)
+    stage = _stage_instance(plan, "PeriodicImpulse/GenSequence/Process", outbox)
+    try:
+        stage.process(0, restore_inbox(element))
+        assert stage.try_process() and not stage.complete()  # not due: nothing runs
+        assert stage.bundles == 1 and stage.next_wake_time() == pytest.approx(next_firing, abs=60)
+        assert stage.save_to_snapshot()
+        (entry,) = outbox.take_snapshot()
+    finally:
+        stage.close()
+    assert [wv.value[1] for _, wv in outbox.take_bucket()] == [start] and len(entry[1]["held"]) == 1
+
+    outbox = Outbox(ordinal_count=1, capacity=100)
+    restored = _stage_instance(plan, "PeriodicImpulse/GenSequence/Process", outbox)
+    try:
+        restored.restore_from_snapshot(restore_inbox([entry]))
+        assert restored.try_process()  # runs the saved residual: it defers again, to the same firing
+        assert restored.bundles == 1 and restored.next_wake_time() == pytest.approx(next_firing, abs=60)
+        assert not restored.complete()
+    finally:
+        restored.close()
+    assert outbox.take_bucket() == []  # the first firing is not emitted again
