@@ -8,7 +8,8 @@
 #                                   same ruff and mypy, and every test not marked slow, browser,
 #                                   serial, spark or kafka (tests/conftest.py marks those using Spark)
 #                                   outside tests/spark, tests/beam and tests/browser, on the
-#                                   compiled build; the whole suite still runs before a merge
+#                                   compiled build, each hypothesis property on a quarter of its
+#                                   examples; the whole suite still runs before a merge
 #   bash scripts/test.sh [--fast] ARGS...   ARGS go to pytest (after the defaults -q -ra), e.g.
 #                                   a path relative to the repo root, -x, -k NAME, --durations=30
 #
@@ -23,7 +24,8 @@
 #      the build themselves, e.g. the SIGKILL check) would run the same there, so run once.
 #
 # Environment: JETBENCH_TEST_WORKERS=N pytest-xdist workers (default 2; 0 runs in one process),
-# JETBENCH_TEST_PURE_PASS=0 leaves out the pure-build pass.
+# JETBENCH_TEST_PURE_PASS=0 leaves out the pure-build pass, JETBENCH_TEST_EXAMPLES=F tries each
+# hypothesis property on the share F of its examples (the fast lane's default: 0.25).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -126,6 +128,8 @@ if [[ $pure_pass == 1 ]]; then
 fi
 
 if [[ $fast == 1 ]]; then
+    # each hypothesis property on a quarter of its examples (tests/hypothesis_budget.py)
+    export JETBENCH_TEST_EXAMPLES="${JETBENCH_TEST_EXAMPLES:-0.25}"
     selection=(-m "not slow and not browser and not serial and not spark and not kafka" --ignore=tests/spark --ignore=tests/beam
                --ignore=tests/browser --ignore=jetbench/spark --ignore=jetbench/beam)
 else

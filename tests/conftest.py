@@ -8,6 +8,7 @@ import time
 
 import pytest
 from hypothesis import settings
+from hypothesis_budget import examples
 
 from jetbench import ExecutionService
 
@@ -21,7 +22,9 @@ os.environ.setdefault("JETBENCH_PROGRESS", "0")
 # No per-example time limit in hypothesis tests: on this shared 2-core host an example that
 # compiles code (fused chains, inlining) can take longer than the 200 ms default under load,
 # which says nothing about the property tested. Speed is measured in benchmarks/, not here.
-settings.register_profile("jetbench", deadline=None)
+# A test without its own max_examples tries hypothesis's 100, scaled like the others
+# (tests/hypothesis_budget.py: the fast lane tries fewer).
+settings.register_profile("jetbench", deadline=None, max_examples=examples(100))
 settings.load_profile("jetbench")
 
 

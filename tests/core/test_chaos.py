@@ -51,6 +51,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from jetbench import DAG, ExecutionService, Pipeline, aggregate, sinks, sources
 from jetbench.core.job_config import JobConfig
@@ -393,7 +394,7 @@ def _check(case: Case, guarantee: str, threads: int, tmp_path: Any,
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=cases())
 def test_a_random_pipeline_with_a_failure_injected_keeps_its_guarantee(tmp_path, guarantee, threads, case):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from jetbench import DAG, Edge, ExecutionService
 from jetbench.processors import (
@@ -203,7 +204,7 @@ def build(spec: Spec) -> tuple[DAG, Counter]:
 
 @pytest.mark.parametrize("stealing", [False, True], ids=["no-stealing", "stealing"])
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

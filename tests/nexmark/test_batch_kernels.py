@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from jetbench.nexmark.model import Auction, Bid
 from jetbench.nexmark.queries.q9 import WinningBid, new_state
@@ -29,7 +30,7 @@ def cell():
     return k
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.lists(event(), max_size=8), max_size=6))
 def test_q9_batch_form_equals_its_calls_item_by_item(batches):
     fn = WinningBid(30)

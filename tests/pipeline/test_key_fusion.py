@@ -9,12 +9,13 @@ import collections
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from jetbench import ExecutionService, Pipeline, aggregate, sinks, sources
 from jetbench.processors.aggregate_operation import _identity
 from jetbench.processors.aggregation import AccumulateByKeyP
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def parity(x):

@@ -6,11 +6,12 @@ import collections
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from jetbench import ExecutionService, Pipeline, WindowResult, aggregate, sinks, sources
 from jetbench.window import session, sliding, tumbling
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _affine(a: int, b: int):

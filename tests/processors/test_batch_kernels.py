@@ -11,6 +11,7 @@ import operator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from window_helpers import drive
 
 from jetbench.core.items import Watermark
@@ -95,7 +96,7 @@ def _state(groups):
 
 
 @pytest.mark.parametrize("label", list(WITH_BATCH))
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=examples(150))
 @given(batches=batches)
 def test_batch_kernel_equals_per_item_path(label, batches):
     op = WITH_BATCH[label]
@@ -122,7 +123,7 @@ def test_batch_kernel_equals_per_item_path(label, batches):
 
 
 @pytest.mark.parametrize("label", list(WITH_BATCH))
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=examples(100))
 @given(batches=batches)
 def test_identity_key_kernel_equals_per_item_path(label, batches):
     """With the library's identity as key function the kernels use the items as keys, uncalled."""
@@ -233,7 +234,7 @@ def test_processors_give_the_per_item_results(label, make):
 
 @pytest.mark.parametrize("label", ["counting()", "summing(value)", "min_by(value)", "to_list()", "to_set()"])
 @pytest.mark.parametrize("window", ["tumbling", "sliding"])
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=examples(40))
 @given(
     events=st.lists(st.tuples(st.integers(0, 30), items), max_size=120),
     size=st.integers(1, 60),

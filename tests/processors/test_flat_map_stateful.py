@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis_budget import examples
 from stamped_helpers import reading_pairs
 
 from jetbench import Pipeline, run, sinks, sources
@@ -314,7 +315,7 @@ def batches_and_watermarks():
 def test_the_batch_form_equals_calling_fn_item_by_item():
     from hypothesis import given, settings
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(batches_and_watermarks())
     def check(steps):
         per_item = drive(FlatMapStatefulP(key_of, int, total_to_limit, on_total_timer), steps)
@@ -349,7 +350,7 @@ def test_columns_in_give_what_pairs_in_give(mode, form):
 
     stamped = True if form == "columns" else (lambda i: i % 2 == 1)
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(batches_and_watermarks())
     def check(steps):
         p = make()
@@ -439,7 +440,7 @@ def test_timers_moved_later_or_earlier_fire_once_at_their_last_time():
     steps_strategy = st.lists(st.one_of(st.lists(item, min_size=1, max_size=6), st.integers(0, 70).map(Watermark)),
                               max_size=12)
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(steps_strategy)
     def check(steps):
         timers, expected = {}, []
@@ -512,7 +513,7 @@ def test_sorted_mode_equals_a_plain_model_of_it(order):
 
     order_key = (lambda x: x[1]) if order == "order_key" else None
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(batches_and_watermarks())
     def check(steps):
         p = FlatMapStatefulP(key_of, int, sorted_totals, on_total_timer, sorted_input=True, order_key=order_key)
@@ -561,7 +562,7 @@ def test_the_items_batch_form_equals_calling_fn_item_by_item(form):
 
     stamped = {"pairs": False, "columns": True, "mixed": lambda i: i % 2 == 1}[form]
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(batches_and_watermarks())
     def check(steps):
         per_item = drive(FlatMapStatefulP(key_of, int, total_by_items, on_total_timer), steps)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from jetbench import DAG, Edge, ExecutionService, Processor, Watermark
 from jetbench.core.errors import JetbenchError
@@ -327,7 +328,7 @@ def _reference_tail(tail: str, pairs: Counter) -> Counter:
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs)
 def test_stamped_transport_gives_the_item_by_item_result(spec):
     service = ExecutionService(cooperative_threads=2, outbox_capacity=spec.outbox)

@@ -11,6 +11,7 @@ from operator import itemgetter
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from window_helpers import CONTEXT, canon, drive, reference_sliding
 
 from jetbench import DAG, Edge, ExecutionService
@@ -91,7 +92,7 @@ def test_a_batch_without_a_new_watermark_is_emitted_whole():
     assert box.take_bucket(0) == batch and box.pending_watermark is None
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     stamps=st.lists(st.one_of(st.integers(-50, 500), st.floats(-50, 500)), max_size=40),
     lag=st.one_of(st.integers(0, 30), st.floats(0, 30)),
@@ -109,7 +110,7 @@ def test_matches_per_item_reference_whatever_the_batching(stamps, lag, frame, ba
     )
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     stamps=st.lists(st.one_of(st.integers(-50, 500), st.floats(-50, 500)), max_size=40).map(sorted),
     lag=st.one_of(st.integers(0, 30), st.floats(0, 30)),
@@ -128,7 +129,7 @@ def test_ordered_input_matches_the_reference(stamps, lag, frame, batch, capacity
     assert drive(p, items, batch=batch, capacity=capacity) == reference_insert(items, None, lag, frame)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     stamps=st.lists(st.integers(-50, 500), max_size=40),
     lag=st.integers(0, 30),

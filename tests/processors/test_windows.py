@@ -11,6 +11,7 @@ from operator import itemgetter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from stamped_helpers import reading_pairs
 from window_helpers import (
     assert_matches,
@@ -308,7 +309,7 @@ def scenarios(draw):
 
 
 _DRIVE = st.tuples(st.sampled_from([1, 2, 7, 1024]), st.sampled_from([1, 2, 5, 1024]))
-_SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: a sliding (or tumbling) window's cases: events, frame, frames per window, operation, key, drive
 _SLIDING_CASES = dict(steps=scenarios(), slide=st.integers(1, 25), frames=st.integers(1, 5),
                       op_name=st.sampled_from(list(OPS)), keyed=st.booleans(), drive_args=_DRIVE)
