@@ -77,8 +77,9 @@ class _EmitsWhenComplete(EmittingProcessor):
 class FrameAccumulateP(_EmitsWhenComplete):
     """Stage 1 of a lowered window: ``(ts, item)`` events folded into one accumulator per frame
     (``ts - ts % slide``) and key (None without ``key_fn``); emits ``(frame start, key, acc)``
-    triples when its input completes. A batch whose events fall in one frame is folded at once
-    (``op.accumulate_groups``; global: ``op.accumulate_all``), as `SlidingWindowP` folds it."""
+    triples when its input completes. With a batch kernel (``op.accumulate_groups``; global:
+    ``op.accumulate_all``) a batch is folded with one call per frame it spans (its items sorted
+    into their frames first), else item by item."""
 
     def __init__(self, key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation, slide: int):
         self.key_fn = key_fn
@@ -100,6 +101,18 @@ class FrameAccumulateP(_EmitsWhenComplete):
             if fs == hi - hi % slide:  # the whole batch in one frame: one call of the batch kernel
                 self._fold(self.frames.setdefault(fs, {}), items)
                 return
+            # several frames: the items of each frame, then one call of the batch kernel per frame
+            buckets: dict[Any, list[Any]] = {}
+            for t, item in zip(ts, items, strict=True):
+                f = t - t % slide
+                bucket = buckets.get(f)
+                if bucket is None:
+                    buckets[f] = [item]
+                else:
+                    bucket.append(item)
+            for f, bucket in buckets.items():
+                self._fold(self.frames.setdefault(f, {}), bucket)
+            return
         frames = self.frames
         key_fn = self.key_fn
         create, accumulate = self.op.create, self.op.accumulate
