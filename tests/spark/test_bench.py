@@ -59,3 +59,20 @@ def test_bench_command_prints_json(spark, monkeypatch, capsys):
     assert report["rdd_ratio"] == pytest.approx(report["rdd_s"] / report["sparkrunner_s"])
     assert report["words"] > 10_000
     assert spark.sparkContext._jsc is not None  # the shared session survived
+
+
+def test_the_windowed_count_is_the_same_three_ways(runner, spark):
+    """``jetbench bench spark-windows``: the DataFrame job, the SparkRunner with Spark's windows
+    and with Python's give the same counts per (window start, key)."""
+    from jetbench.bench import spark_windows
+    from jetbench.spark import SparkRunner
+
+    path = datasets.events_path(3000, spark_windows.KEYS, interval_ms=1)
+    job = spark_windows.sparkrunner_pipeline(path, 100)
+    expected = spark_windows.dataframe_windows(spark, path, 100)
+    assert len(expected) > 20 * spark_windows.KEYS and sum(expected.values()) == 3000  # 30 windows, keys hashed
+    assert "Spark window aggregation" in runner.explain(job, physical=False)
+    assert spark_windows._windows(runner, job) == expected
+    assert spark_windows._windows(SparkRunner(spark, spark_aggregation=False), job) == expected
+    args = cli.build_parser().parse_args(["bench", "spark-windows", "--events", "1000", "--json"])
+    assert args.name == "spark-windows" and args.events == 1000
