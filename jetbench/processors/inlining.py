@@ -31,7 +31,6 @@ True
 from __future__ import annotations
 
 import ast
-import copy
 import inspect
 import os
 import weakref
@@ -40,7 +39,7 @@ from dataclasses import dataclass
 from types import CellType, CodeType, FunctionType
 from typing import Any
 
-from .function_source import returned_expression, written_node
+from .function_source import copy_tree, returned_expression, written_node
 
 #: code flags that rule a function out: it takes *args or **kwargs, or does not simply return
 _RULED_OUT_FLAGS = (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR | inspect.CO_COROUTINE
@@ -66,7 +65,7 @@ class InlineExpression:
 
     def applied_to(self, name: str) -> ast.expr:
         """A fresh copy of `expr` reading the variable ``name`` where the function read its parameter."""
-        expr = copy.deepcopy(self.expr)
+        expr = copy_tree(self.expr)
         for node in ast.walk(expr):
             if isinstance(node, ast.Name) and node.id == self.param:
                 node.id = name

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import linecache
 import re
 
@@ -219,3 +220,26 @@ def test_generated_code_does_not_read_the_users_builtins_names(tmp_path):
     assert columns([5, 6, 7], [-1, 2, 3]) == ([6, 7], [0, 1])
     columns = Transform(timestamped=True).flat_map(namespace["flat"]).columns_fn()
     assert columns([5], [1]) == ([5, 5], [1, 1])
+
+
+def test_an_inlined_expression_is_copied_without_what_tracebacks_attach_to_the_tree():
+    """IPython's tracebacks (the ``executing`` package) set ``parent`` on every node of a file
+    they show, the operator and context nodes the parser shares between all trees included: the
+    copy an inlined step makes must not drag that other file's tree along (it made every fused
+    chain built after a traceback copy whole modules)."""
+    other = ast.parse(inspect.getsource(ast))  # a big module, as a notebook's traceback shows one
+    marked = []
+    for node in ast.walk(other):
+        for child in ast.iter_child_nodes(node):
+            child.parent = node
+            marked.append(child)
+    try:
+        step = inline_expression(lambda x: -x % 2 == 0)
+        assert hasattr(step.expr.ops[0], "parent")  # ast.Eq(): one node the parser shares
+        copied = step.applied_to("x0")
+        assert ast.unparse(copied) == "-x0 % 2 == 0"
+        assert not [n for n in ast.walk(copied) if hasattr(n, "parent")]
+        assert Transform().map(lambda x: -x % 2 == 0)([3, 4]) == [False, True]
+    finally:
+        for node in marked:
+            node.__dict__.pop("parent", None)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import functools
 import importlib
 import inspect
@@ -40,7 +39,7 @@ import types
 from typing import Any
 
 from ...processors.builder_kind import Unreadable
-from ...processors.function_source import body_without_docstring, lambda_node
+from ...processors.function_source import body_without_docstring, copy_tree, lambda_node
 from ...processors.supplier import builder_code
 from .code_text import is_expression
 
@@ -294,7 +293,7 @@ def _substitute(expr: ast.expr, params: list[str] | tuple[str, ...], args: tuple
     arg_names = {n.id for a in new.values() for n in ast.walk(a) if isinstance(n, ast.Name)}
     if arg_names & (_free_names(expr, params) | _bound_names(expr)):
         raise Unreadable("renaming its arguments would capture another name")
-    return ast.unparse(_Replace(new).visit(copy.deepcopy(expr)))
+    return ast.unparse(_Replace(new).visit(copy_tree(expr)))
 
 
 def _bound_names(node: ast.AST) -> set[str]:
@@ -345,7 +344,7 @@ class _Replace(ast.NodeTransformer):
             return ast.copy_location(ast.Name(target.id, node.ctx), node)
         if not isinstance(node.ctx, ast.Load):
             raise Unreadable("cannot assign to an argument replaced by an expression")
-        return ast.copy_location(copy.deepcopy(target), node)
+        return ast.copy_location(copy_tree(target), node)
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         shadowed = {a.arg for a in node.args.args} & set(self.new)
