@@ -105,8 +105,11 @@ def _at_least(expected: dict[str, int]):
 
 
 @pytest.mark.slow  # paced DoFns, so that snapshots are taken while they run
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("guarantee", GUARANTEES)
+# at-least-once differs from exactly-once only where a vertex drains several queues (its barriers
+# are not aligned): two threads (two instances a vertex) have every such queue one thread has, and
+# more; what one thread alone has (one instance, one cooperative thread) exactly-once covers. So
+# at-least-once runs with two threads only
+@pytest.mark.parametrize(("guarantee", "threads"), [("exactly_once", 1), ("exactly_once", 2), ("at_least_once", 2)])
 def test_a_dofn_failing_once_after_a_group_by_key_restarts_from_a_snapshot(tmp_path, guarantee, threads):
     """The failure comes while the grouping emits its groups: the restore gives it back the
     groups not yet emitted, the stages their state; exactly-once counts equal the failure-free
@@ -128,12 +131,6 @@ def test_a_dofn_failing_once_after_a_group_by_key_restarts_from_a_snapshot(tmp_p
         assert passed.committed >= len(expected)
 
 
-#: elements of the mixed test: each reaches the stateful stage in a bundle of its own (a keyed edge
-#: of queue_size=1 holds one element), so their count is the test's CPU; the slow stage's pause
-#: per element (1 ms, 0.5 ms for 6,000 before) keeps the time it runs, in which snapshots come
-_NUMBERS = 3000
-
-
 @pytest.mark.slow  # paced DoFns, so that snapshots are taken while they run
 @pytest.mark.parametrize("guarantee", GUARANTEES)
 def test_state_timers_side_inputs_and_combine_survive_a_failure(tmp_path, guarantee):
@@ -141,18 +138,18 @@ def test_state_timers_side_inputs_and_combine_survive_a_failure(tmp_path, guaran
     input, a lifted combine and a flatten: exactly-once gives the failure-free result."""
     name = f"mixed-{guarantee}"
     p = beam.Pipeline(runner=_runner(tmp_path, guarantee, parallelism=2), options=PipelineOptions(job_name=name))
-    numbers = p | "Numbers" >> beam.Create(range(_NUMBERS))
+    numbers = p | "Numbers" >> beam.Create(range(6000))
     offset = p | "Offset" >> beam.Create([1000])
     shifted = (numbers
                | beam.ParDo(_FailOnceAfterASnapshot(str(tmp_path / "s.sqlite"), name, str(tmp_path / "marker"),
-                                                    pause=0.001))
+                                                    pause=0.0005))
                | beam.Map(lambda n, off: n + off, off=beam.pvalue.AsSingleton(offset)))
     keyed = shifted | beam.Map(lambda n: (f"k{n % 30}", n))
     summed = keyed | "Stateful" >> beam.ParDo(_CountThenFlush())
     combined = keyed | beam.CombinePerKey(sum)
     both = (summed, combined) | beam.Flatten()
     expected = Counter()
-    for n in range(_NUMBERS):
+    for n in range(6000):
         expected[f"k{(n + 1000) % 30}"] += n + 1000
     if guarantee == "exactly_once":
         assert_that(both, equal_to(list(expected.items()) * 2))
@@ -214,13 +211,13 @@ _CHILD = textwrap.dedent("""\
             yield f"{key} {total.read()}"
 
     def slow(kv):
-        time.sleep(0.002)
+        time.sleep(0.001)
         return kv
 
     runner = JetbenchRunner(cooperative_threads=2, processing_guarantee="exactly_once", snapshot_interval_ms=100,
                             snapshot_store=store, resume=True, queue_size=1, outbox_capacity=1)
     p = beam.Pipeline(runner=runner, options=PipelineOptions(job_name="beam-killed"))
-    _ = (p | beam.Create([f"w{i % 3000}" for i in range(6000)]) | beam.Map(lambda w: (w, 1))
+    _ = (p | beam.Create([f"w{i % 6000}" for i in range(12000)]) | beam.Map(lambda w: (w, 1))
          | beam.GroupByKey() | beam.Map(slow) | beam.Map(lambda kv: (kv[0][:3], kv[1]))
          | beam.ParDo(SumThenFlush()) | beam.io.WriteToText(out, num_shards=2))
     result = p.run()
@@ -270,7 +267,7 @@ def test_a_pipeline_killed_with_sigkill_resumes_in_a_new_process_to_the_failure_
     out, store_path = tmp_path / "out" / "part", tmp_path / "s.sqlite"
     # the failure-free output, computed here rather than by one more run of the child: per prefix
     # of 3 letters ("w7": w7 alone; "w14": w14, w140-w149, w1400-w1499), 2 per word
-    prefixes = Counter(f"w{i}"[:3] for i in range(3000))
+    prefixes = Counter(f"w{i}"[:3] for i in range(6000))
     expected = Counter(f"{prefix} {2 * words}" for prefix, words in prefixes.items())
     assert sum(expected.values()) == 100 and expected["w7 2"] == 1 and expected["w14 222"] == 1
 
