@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -85,11 +86,18 @@ def run_child(script: Path, store: Path, out: Path, hook: str, *extra: str, kill
     try:
         assert child.stdout is not None
         if kill_on is not None:
-            for line in child.stdout:
-                lines.append(line.strip())
-                if line.startswith(kill_on):
-                    child.send_signal(signal.SIGKILL)
-                    break
+            # the timeout holds while waiting for the line too: a child that never prints it
+            # is killed by the timer, its stdout ends, and the assertion below says what it printed
+            timer = threading.Timer(timeout, child.kill)
+            timer.start()
+            try:
+                for line in child.stdout:
+                    lines.append(line.strip())
+                    if line.startswith(kill_on):
+                        child.send_signal(signal.SIGKILL)
+                        break
+            finally:
+                timer.cancel()
         out_text, err = child.communicate(timeout=timeout)
     finally:
         if child.poll() is None:
@@ -97,6 +105,8 @@ def run_child(script: Path, store: Path, out: Path, hook: str, *extra: str, kill
             child.wait()
     lines += out_text.splitlines()
     if kill_on is not None:
+        assert any(line.startswith(kill_on) for line in lines), \
+            f"the child never printed {kill_on!r} (within {timeout} s): {lines}\n{err}"
         assert child.returncode == -signal.SIGKILL, f"the child was not killed: {lines}\n{err}"
     return lines, err, child.returncode
 
@@ -130,6 +140,9 @@ def main() -> None:
             db.set_trace_callback(trace)
     elif hook.startswith("snapshots:"):
         while len(job.snapshot_history) < int(hook.split(":")[1]):
+            if job.is_done:  # it ended first: say so (the test fails), rather than wait for ever
+                print("ended-before-snapshots", len(job.snapshot_history), flush=True)
+                sys.exit(3)
             time.sleep(0.002)
         print("snapshots", flush=True)
         time.sleep(60)
