@@ -53,12 +53,19 @@ def sweep_points(rates: Iterable[float], min_idle_us: Iterable[float], strategie
 
 
 def run_in_subprocess(params: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-    """Run one point via ``python -m jetbench.experiments`` and return its row."""
-    timeout = timeout or 60 + 3 * (params.get("seconds", 10) + params.get("warmup", 2))
-    done = subprocess.run(
-        [sys.executable, "-m", "jetbench.experiments", json.dumps(params)],
-        capture_output=True, text=True, timeout=timeout, check=False,
-    )
+    """Run one point via ``python -m jetbench.experiments`` and return its row. The default
+    timeout allows for a Spark source's JVM start (seconds, more on a loaded machine)."""
+    if timeout is None:
+        startup = 180 if params.get("source") == "spark" else 60
+        timeout = startup + 3 * (params.get("seconds", 10) + params.get("warmup", 2))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "jetbench.experiments", json.dumps(params)],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise JetbenchError(f"sweep point {params} did not finish within {timeout:.0f} s; "
+                            f"its last output:\n{(exc.stderr or b'')[-2000:]!r}") from None
     if done.returncode != 0:
         raise JetbenchError(f"sweep point {params} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
