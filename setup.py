@@ -63,10 +63,9 @@ class BuildExt(build_ext):
         if not getattr(ext, "jetbench_prebuilt", False):
             super().build_extension(ext)
             return
-        built = ROOT.joinpath(*ext.name.split(".")).with_name(ext.name.rsplit(".", 1)[-1] + _SUFFIX)
         target = Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built, target)
+        shutil.copyfile(_inplace_file(ext.name), target)
 
     def run(self) -> None:
         if not self.extensions:  # JETBENCH_COMPILE=0, or mypyc failed: a build already there stays
@@ -93,13 +92,26 @@ _HASHES: dict[str, str] = {}
 METADATA_COMMANDS = {"egg_info", "dist_info"}
 
 
-def _metadata_only() -> bool:
+def _command() -> str | None:
+    """The first setup.py command asked for (``bdist_wheel``, ``build_ext``, ...)."""
     commands = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
-    return bool(commands) and commands[0] in METADATA_COMMANDS
+    return commands[0] if commands else None
+
+
+def _metadata_only() -> bool:
+    return _command() in METADATA_COMMANDS
 
 
 #: the file name ending of this interpreter's extension modules
 _SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+#: the compiled build's extension modules: one per compiled module, and mypyc's shared library
+_EXTENSION_NAMES = ([f"{PACKAGE}.{m}" for m in _compiled["COMPILED_MODULES"]]
+                    + [_compiled["GROUP_NAME"] + "__mypyc"])
+
+
+def _inplace_file(name: str) -> Path:
+    """Where the in-place build keeps the extension module ``name`` (beside its source)."""
+    return ROOT.joinpath(*name.split(".")).with_suffix(_SUFFIX)
 
 
 def _inplace_build_current() -> bool:
@@ -107,21 +119,15 @@ def _inplace_build_current() -> bool:
     in-place build (``scripts/setup.sh``) was compiled from the sources there now, for this
     interpreter: the same mypyc on the same sources makes the same modules, so the wheel takes
     those. ``JETBENCH_COMPILE=fresh`` compiles anyway."""
-    commands = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
-    if not commands or commands[0] != "bdist_wheel":
+    if _command() != "bdist_wheel" or os.environ.get("JETBENCH_COMPILE", "").strip().lower() == "fresh":
         return False
-    if os.environ.get("JETBENCH_COMPILE", "").strip().lower() == "fresh":
-        return False
-    return not _compiled["pure_reason"](ROOT / PACKAGE, {}) and (
-        ROOT.joinpath(*_compiled["GROUP_NAME"].split(".")).with_name(
-            _compiled["GROUP_NAME"].rsplit(".", 1)[-1] + "__mypyc" + _SUFFIX).exists())
+    return not _compiled["pure_reason"](ROOT / PACKAGE, {}) and all(_inplace_file(n).exists() for n in _EXTENSION_NAMES)
 
 
 def _prebuilt_extensions() -> list:  # list[setuptools.Extension]
     """The extension modules of the in-place build, marked to be copied, not compiled."""
-    names = [f"{PACKAGE}.{m}" for m in _compiled["COMPILED_MODULES"]] + [_compiled["GROUP_NAME"] + "__mypyc"]
     extensions = []
-    for name in names:
+    for name in _EXTENSION_NAMES:
         ext = Extension(name, sources=[])
         ext.jetbench_prebuilt = True  # type: ignore[attr-defined]
         extensions.append(ext)
