@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from jetbench import JetbenchError
+from jetbench.core.clock import MockClock
 from jetbench.core.inbox import Inbox
 from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
@@ -110,18 +111,22 @@ def test_generator_timestamps_are_wall_clock_ms():
 
 
 def test_generator_emits_only_what_is_due_and_never_completes_without_count():
+    clock = MockClock()  # the test moves the time: no real sleep a loaded machine can stretch
     p = GeneratorP(rate_per_s=10, timestamped=False)  # one item per 100 ms
     outbox = Outbox(1, capacity=100)
-    p.init(outbox, ProcessorContext("gen", 0, 0, 1, 1))
+    p.init(outbox, ProcessorContext("gen", 0, 0, 1, 1, clock=clock))
     assert p.complete() is False
     assert outbox.take_bucket(0) == [0]  # seq 0 is due at once
     accepted = outbox.accepted
-    for _ in range(100):  # nothing due for ~100 ms: no offer at all, so the worker can idle
+    clock.advance(0.099)
+    for _ in range(100):  # nothing due until 100 ms: no offer at all, so the worker can idle
         assert p.complete() is False
     assert outbox.accepted == accepted
-    time.sleep(0.25)
+    clock.advance(0.151)  # 250 ms: seqs 1 and 2 are due, 3 is not
     assert p.complete() is False
     assert outbox.take_bucket(0) == [1, 2]
+    clock.advance(10.0)
+    assert p.complete() is False  # without a count it never completes
 
 
 def test_generator_respects_outbox_room():
