@@ -15,6 +15,8 @@ from jetbench.core.errors import JobError
 
 
 def _children() -> set[int]:
+    """This test process's descendants (a Spark session's JVM and its Python daemons, when the
+    worker shares one, come and go on their own: a test asks only that it adds none)."""
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
@@ -46,7 +48,7 @@ def test_bundles_run_in_worker_processes_with_the_direct_runners_results(tmp_pat
     assert reading, result.plan.explain()
     bundles = [t.processor.bundles for t in result.job.tasklets if t.vertex_name == reading[0]]
     assert len(bundles) == 2 and all(b > 0 for b in bundles), bundles
-    assert _children() == before  # the worker processes are gone with the job
+    assert _children() - before == set()  # the worker processes are gone with the job
     assert result.job.live_threads() == []
 
 
@@ -55,7 +57,7 @@ def test_a_failing_bundle_in_a_worker_process_fails_the_job_and_leaves_no_proces
     with pytest.raises(JobError) as failure, beam.Pipeline(runner=JetbenchRunner(sdk_workers=1)) as p:
         _ = p | beam.Create([1, 2, 0]) | "Invert" >> beam.Map(lambda x: 1 / x)
     assert "Invert" in str(failure.value.__cause__) and "ZeroDivisionError" in str(failure.value.__cause__)
-    assert _children() == before
+    assert _children() - before == set()
 
 
 def test_bad_worker_settings_are_refused_before_running():
@@ -64,4 +66,4 @@ def test_bad_worker_settings_are_refused_before_running():
         beam.Pipeline(runner=JetbenchRunner(sdk_workers=-1)).run()
     with pytest.raises(BeamRunnerError, match="cannot be combined with a processing guarantee"):
         beam.Pipeline(runner=JetbenchRunner(sdk_workers=2, processing_guarantee="exactly_once")).run()
-    assert _children() == before
+    assert _children() - before == set()

@@ -30,13 +30,18 @@ from jetbench.core.job_config import JobConfig
 from jetbench.core.snapshot_store import SnapshotStore
 
 N, RATE, KEYS = 3000, 6000, 7
+#: the rate of a run the test kills after some snapshots: slow enough (N items in 10 s) that the
+#: job is still running when they are stored, however loaded the machine (at RATE it lasts 0.5 s,
+#: and a loaded machine stored only 2 snapshots in that time); a rate is data, not code, so the
+#: resumed run at RATE has the same fingerprint
+KILLED_RATE = 300
 
 
 def weight(x):
     return x  # WEIGHT: the tests write other versions of this line
 
 
-def pipeline(out: str, weight_fn=weight) -> Pipeline:
+def pipeline(out: str, weight_fn=weight, rate: float = RATE) -> Pipeline:
     os.makedirs(out, exist_ok=True)
     log = os.path.join(out, "side-effects.log")
 
@@ -47,7 +52,7 @@ def pipeline(out: str, weight_fn=weight) -> Pipeline:
         return x
 
     p = Pipeline()
-    (p.read_from(sources.generator(RATE, timestamped=False, count=N))
+    (p.read_from(sources.generator(rate, timestamped=False, count=N))
         .map(side_effect)
         .group_by(lambda x: x % KEYS).aggregate(aggregate.summing(weight_fn))
         .map(lambda kv: f"{kv[0]}={kv[1]}")
@@ -121,7 +126,8 @@ def main() -> None:
     store = SnapshotStore(store_path)
     config = JobConfig("exactly_once", snapshot_interval_ms=20, snapshot_store=store, resume=True,
                        on_code_change=on_change)
-    job = ExecutionService(cooperative_threads=2).submit(pipeline(out), name="lifecycle", config=config)
+    job = ExecutionService(cooperative_threads=2).submit(pipeline(out, rate=KILLED_RATE if hook.startswith("snapshots:") else RATE),
+                                                          name="lifecycle", config=config)
     print("running", job.restored_from, type(job).__name__, job.status.value, flush=True)
     if hook in ("mid-finish", "after-finish"):
         finishing = []
