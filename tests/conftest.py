@@ -151,9 +151,10 @@ def _tree_cpu_s() -> float:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """With JETBENCH_TEST_CPU_LOG=FILE, append a line per test: node id, wall seconds and CPU
-    seconds of the test's process tree (setup, call and teardown), to see where the suite's time
-    goes on a loaded machine (scripts/test.sh --durations only shows wall time)."""
+    """With JETBENCH_TEST_CPU_LOG=FILE, append a line per test: node id, engine, wall seconds and
+    CPU seconds of the test's process tree (setup, call and teardown), the pytest-xdist worker
+    and the wall-clock time it ended (epoch s), to see where the suite's time goes on a loaded
+    machine and how the workers' queues end (scripts/test.sh --durations only shows wall time)."""
     log = os.environ.get("JETBENCH_TEST_CPU_LOG")
     if not log:
         yield
@@ -163,4 +164,5 @@ def pytest_runtest_protocol(item, nextitem):
     wall, cpu = time.monotonic() - wall, _tree_cpu_s() - cpu
     with open(log, "a") as f:
         engine = "pure" if os.environ.get("JETBENCH_PURE_PYTHON") == "1" else "compiled"
-        f.write(f"{item.nodeid}\t{engine}\t{wall:.2f}\t{cpu:.2f}\n")
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        f.write(f"{item.nodeid}\t{engine}\t{wall:.2f}\t{cpu:.2f}\t{worker}\t{time.time():.1f}\n")
