@@ -25,7 +25,8 @@
 #
 # Environment: JETBENCH_TEST_WORKERS=N pytest-xdist workers (default 2; 0 runs in one process),
 # JETBENCH_TEST_PURE_PASS=0 leaves out the pure-build pass, JETBENCH_TEST_EXAMPLES=F tries each
-# hypothesis property on the share F of its examples (the fast lane's default: 0.25).
+# hypothesis property on the share F of its examples (the fast lane's default: 0.25),
+# JETBENCH_TEST_PURE_EXAMPLES=F the same for the pure-build pass (default 0.5).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -123,7 +124,10 @@ mypy_pid=$!
 pure_pid=
 if [[ $pure_pass == 1 ]]; then
     echo "[test] JETBENCH_PURE_PYTHON=1 pytest -q -ra -m 'not serial and not own_build' ${pure_tests[*]} (engine: pure; in the background)"
-    pytest pure -m "not serial and not own_build" -p no:xdist "${pure_tests[@]}" >"$logs/pure" 2>&1 &
+    # each hypothesis property tries half its examples here: the compiled pass tries them all on
+    # the same sources, and this pass shows the interpreted build gives the same results
+    JETBENCH_TEST_EXAMPLES="${JETBENCH_TEST_PURE_EXAMPLES:-0.5}" \
+        pytest pure -m "not serial and not own_build" -p no:xdist "${pure_tests[@]}" >"$logs/pure" 2>&1 &
     pure_pid=$!
 fi
 
