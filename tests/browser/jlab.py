@@ -248,10 +248,12 @@ def first_error(page: Any) -> str | None:
     return page.evaluate(FIRST_ERROR)
 
 
-def run_all(page: Any, cells: int, timeout_ms: int = 60_000) -> None:
-    """Run every cell; return when the first ``cells`` code cells ran, fail at once on an error
-    output (run-all stops there, so waiting on would only time out)."""
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+def run_all(page: Any, cells: int, timeout_ms: int = 60_000, start: bool = True) -> None:
+    """Run every cell (``start=False``: the run-all the test already started); return when the
+    first ``cells`` code cells ran, fail at once on an error output (run-all stops there, so
+    waiting on would only time out)."""
+    if start:
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     page.wait_for_function(
         "(n) => { const firstError = " + FIRST_ERROR + """;
             if (firstError() !== null) return true;
@@ -264,6 +266,29 @@ def run_all(page: Any, cells: int, timeout_ms: int = 60_000) -> None:
     error = first_error(page)
     if error is not None:
         pytest.fail(f"a cell failed:\n{error[-3000:]}", pytrace=False)
+
+
+#: The MIME types of everything the open notebook displayed (its model's outputs' data).
+DISPLAYED = """() => {
+    const isNotebook = (w) => !!(w && w.content && w.content.model && w.content.model.cells);
+    const shell = window.jupyterapp.shell;
+    let panel = shell.currentWidget;
+    if (!isNotebook(panel)) panel = [...shell.widgets('main')].find(isNotebook);
+    const types = new Set();
+    const cells = panel.content.model.cells;
+    for (let i = 0; i < cells.length; i++) {
+        const outputs = cells.get(i).outputs;
+        for (let j = 0; outputs && j < outputs.length; j++) {
+            Object.keys(outputs.get(j).toJSON().data || {}).forEach((t) => types.add(t));
+        }
+    }
+    return [...types];
+}"""
+
+
+def displayed(page: Any) -> set[str]:
+    """The MIME types the open notebook's outputs hold (what the headless test reads from nbclient)."""
+    return set(page.evaluate(DISPLAYED))
 
 
 def set_idle_controls(page: Any, dash: str) -> None:

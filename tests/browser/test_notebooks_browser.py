@@ -2,7 +2,9 @@
 with nothing else, checked to listen on 127.0.0.1 only), in its own working copy of the notebooks
 in a fresh data directory (never the checkout's folder, so a notebook that reads ``../docs`` fails
 here): 01 opens first and runs top to bottom with its DAG drawings and the visual builder; 02's
-dashboard is live while its job runs; 08's picture of the dashboard shows. Screenshots go to
+dashboard is live while its job runs, and it runs to its end; both display what their lessons
+need (``notebook_lessons.MUST_DISPLAY``, which the headless test checks for the other
+notebooks); 08's picture of the dashboard shows. Screenshots go to
 tests/browser/artifacts/ (the README's tour uses them)."""
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from pathlib import Path
 
 import psutil
 import pytest
+from notebook_lessons import MUST_DISPLAY, RUN_IN_THE_BROWSER
 
-from .jlab import KERNEL_IDLE, run_all, screenshot, start_lab
+from .jlab import KERNEL_IDLE, displayed, run_all, screenshot, start_lab
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-SHOWN = ("01-getting-started.ipynb", "02-cooperative-scheduling.ipynb")
+#: the notebooks run top to bottom here (the headless test runs the others)
+SHOWN = tuple(f"{stem}.ipynb" for stem in RUN_IN_THE_BROWSER)
 DASH = ".jp-NotebookPanel .jetbench-dashboard"
 
 
@@ -76,6 +80,7 @@ def test_lab_opens_01_and_it_runs_top_to_bottom(page, lab):
     assert "01-getting-started.ipynb" in current.inner_text()
 
     run_all(page, code_cells(SHOWN[0]), timeout_ms=180_000)
+    assert MUST_DISPLAY[RUN_IN_THE_BROWSER[0]] <= displayed(page), displayed(page)
     # the pipeline and the DAG, drawn by graphviz: the HTML form, the SVG inline and fitted to the cell
     graphs = page.locator(".jp-NotebookPanel .jp-RenderedHTMLCommon .jetbench-drawing")
     assert graphs.count() >= 2
@@ -102,7 +107,8 @@ def test_02_shows_the_job_live_on_the_dashboard(page, lab):
     assert rows.count() == 6  # source, 2 x parse, 2 x enrich, sink
     screenshot(dash, "notebook-02-dashboard-live.png")
 
-    run_all(page, code_cells(SHOWN[1]), timeout_ms=240_000)
+    run_all(page, code_cells(SHOWN[1]), timeout_ms=240_000, start=False)  # the run-all above, to its end
+    assert MUST_DISPLAY[RUN_IN_THE_BROWSER[1]] <= displayed(page), displayed(page)
     assert dash.locator(".jb-status").get_attribute("data-status") == "completed"
     assert dash.locator("svg.jb-cpu-plot polyline").count() >= 2
     screenshot(dash, "notebook-02-dashboard-final.png")

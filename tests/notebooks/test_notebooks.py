@@ -1,7 +1,10 @@
 """The teaching notebooks in ``notebooks/``: each runs top to bottom headless (nbclient) and its
 own assertions hold, in the working copy `jetbench lab` serves (``jetbench.lab.working_copy``: a
-notebook that reads ``../docs`` of the checkout fails here as it fails for a user); each ``NN-name.ipynb`` is paired (jupytext) with ``NN-name.py``, its
-py:percent source, the two hold the same cells, and the .ipynb is committed without outputs.
+notebook that reads ``../docs`` of the checkout fails here as it fails for a user), except the
+ones tests/browser/test_notebooks_browser.py runs so in `jetbench lab` itself
+(``notebook_lessons.RUN_IN_THE_BROWSER``, with the same checks); each ``NN-name.ipynb`` is
+paired (jupytext) with ``NN-name.py``, its py:percent source, the two hold the same cells, and
+the .ipynb is committed without outputs.
 
 The slow tests start a kernel from the venv's kernelspec ("python3", whose ``python`` command
 jupyter_client resolves to this test process's interpreter); the first injected cell checks
@@ -18,12 +21,15 @@ import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from notebook_lessons import MUST_DISPLAY, RUN_IN_THE_BROWSER
 
 from jetbench.lab import working_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 NOTEBOOK_PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
+#: The notebooks run here; tests/browser/test_notebooks_browser.py runs the others in `jetbench lab`.
+HEADLESS_PATHS = [p for p in NOTEBOOK_PATHS if p.stem not in RUN_IN_THE_BROWSER]
 #: The notebooks' sources: every py:percent file in the folder (all of them are notebooks).
 SOURCE_PATHS = sorted(NOTEBOOKS.glob("*.py"))
 PAIRING = "ipynb,py:percent"
@@ -32,22 +38,6 @@ SYNC = "`.venv/bin/jupytext --sync notebooks/*.py` (the newer of each pair wins)
 #: Seconds any one cell may take (the longest, the idle sweep, needs about 30).
 CELL_TIMEOUT_S = 240
 KERNEL_NAME = "python3"
-
-#: What each notebook must display (by MIME type) for its lesson to be visible: a figure that
-#: silently turns into a text repr, or a widget that stops rendering, fails the test.
-MUST_DISPLAY = {
-    "01-getting-started": {"image/svg+xml", "text/html"},
-    "02-cooperative-scheduling": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
-    "03-backpressure-and-queues": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
-    "04-idle-cpu-experiment": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml"},
-    "05-spark-scale-out": {"image/svg+xml", "text/html"},
-    "06-writing-processors": {"application/vnd.jupyter.widget-view+json", "text/html"},
-    "07-event-time-and-windows": {"text/html"},
-    "08-fault-tolerance": {"image/svg+xml", "text/html"},
-    "09-nexmark": {"application/vnd.jupyter.widget-view+json", "image/png", "image/svg+xml", "text/html"},
-    "10-beam-on-jetbench": {"application/vnd.jupyter.widget-view+json", "image/svg+xml", "text/html"},
-    "12-kafka": {"application/vnd.jupyter.widget-view+json"},
-}
 
 #: Parameters the headless run sets after each notebook's parameters cell (papermill style):
 #: only the sizes and repeats of what is timed for a chart, never what an assertion checks
@@ -81,7 +71,7 @@ def lab_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("path", NOTEBOOK_PATHS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", HEADLESS_PATHS, ids=lambda p: p.stem)
 def test_notebook_runs_headless(path: Path, lab_copy: Path) -> None:
     nb = nbformat.read(lab_copy / path.name, as_version=4)
     overrides = TEST_PARAMETERS.get(path.stem)
@@ -108,6 +98,9 @@ def test_every_notebook_has_its_source_and_is_listed() -> None:
     assert {p.stem for p in SOURCE_PATHS} == {p.stem for p in NOTEBOOK_PATHS} == set(MUST_DISPLAY), (
         f"each notebook is a pair NN-name.py + NN-name.ipynb (make the missing half with {SYNC})"
     )
+    # every notebook runs top to bottom, here or in the browser
+    assert set(RUN_IN_THE_BROWSER) <= set(MUST_DISPLAY)
+    assert {p.stem for p in HEADLESS_PATHS} | set(RUN_IN_THE_BROWSER) == set(MUST_DISPLAY)
 
 
 @pytest.mark.parametrize("source", SOURCE_PATHS, ids=lambda p: p.stem)
