@@ -13,10 +13,11 @@ compute the whole join of the sellers in OR, ID or CA with their category-10 auc
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import JetbenchError
 from .config import NexmarkConfig
@@ -24,6 +25,9 @@ from .digest import digest
 from .generator import generate
 from .json_events import read_events
 from .model import Event
+
+if TYPE_CHECKING:
+    from ..pipeline.connectors import Source
 
 #: Result counts of Beam's SMOKE suite, published on Beam's Nexmark page (Java DirectRunner,
 #: default configuration: 100 generators; 100,000 events, 10,000 for Q4, Q6 and Q9).
@@ -78,18 +82,26 @@ def check_query(query: int) -> None:
 
 
 def run_query(query: int, pairs: list[tuple[int, Event]], config: NexmarkConfig, runner: Any = "local",
-              generator_events_per_s: float | None = None, generators: int | None = None) -> QueryRun:
+              generator_events_per_s: float | None = None, generators: int | None = None,
+              source: Source | None = None) -> QueryRun:
     """Query ``query`` over ``pairs`` on ``runner`` (a name or a runner object, as `jetbench.run`
-    takes); timed from submission to the last result."""
+    takes); timed from submission to the last result. ``source``: the events of ``pairs`` as a
+    source of their own (default `from_events(pairs)`; `events_source` makes one per runner)."""
     from ..runners import run
     from .queries import pipeline
-    from .source import from_events
 
     check_query(query)
-    p = pipeline(query, from_events(pairs), config)
-    started = time.perf_counter()
-    results = run(p, runner=runner, progress=False)
-    seconds = time.perf_counter() - started
+    own = source is None
+    if source is None:
+        source = events_source(pairs, runner)
+    try:
+        p = pipeline(query, source, config)
+        started = time.perf_counter()
+        results = run(p, runner=runner, progress=False)
+        seconds = time.perf_counter() - started
+    finally:
+        if own:
+            release_source(source)
     name = runner if isinstance(runner, str) else type(runner).__name__
     return QueryRun(query, len(pairs), generators, name, len(results), digest(results), seconds,
                     len(pairs) / max(seconds, 1e-9), generator_events_per_s,
@@ -102,20 +114,61 @@ def _beam_comparable(query: int, events: int, config: NexmarkConfig) -> bool:
     return events == SMOKE_EVENTS.get(query, 100_000) and config.num_event_generators == 100
 
 
+def events_source(pairs: list[tuple[int, Event]], runner: Any = "local") -> Source:
+    """The events of ``pairs`` as a source for ``runner``: `from_events` (the list itself), or
+    for a Spark runner the events cached in Spark (`jetbench.spark.items_frame`): each task of a
+    query's first stage reads its share there, where a source over the list would ship the whole
+    list inside every task's plan. Unpersist a Spark source's cache with `release_source`."""
+    from .source import from_events
+
+    if not _is_spark(runner):
+        return from_events(pairs)
+    from ..spark.items_frame import cached_items
+
+    session = runner.session if not isinstance(runner, str) else None
+    return cached_items(pairs, timestamped=True, session=session).source("nexmark-events")
+
+
+def release_source(source: Source) -> None:
+    """Free what `events_source` holds outside this process (a Spark source's cache)."""
+    release = getattr(source.supplier, "release", None)
+    if release is not None:
+        release()
+
+
+def _is_spark(runner: Any) -> bool:
+    if isinstance(runner, str):
+        return runner == "spark"
+    module = sys.modules.get("jetbench.spark.runner")  # a SparkRunner object: its module is loaded
+    return module is not None and isinstance(runner, module.SparkRunner)
+
+
 def smoke(generators: int = 100, runner: Any = "local") -> list[QueryRun]:
-    """Beam's SMOKE suite: Q0-Q9 and Q11, 100,000 events each (10,000 for Q4, Q6, Q9)."""
+    """Beam's SMOKE suite: Q0-Q9 and Q11, 100,000 events each (10,000 for Q4, Q6, Q9). The events
+    of each size are generated once and, for a Spark runner, cached in Spark once (`events_source`:
+    not in the queries' times, as the generator is not)."""
     from .queries import QUERIES
 
+    name = runner if isinstance(runner, str) else type(runner).__name__
+    if runner == "spark":
+        from ..spark import SparkRunner
+
+        runner = SparkRunner()  # one runner, one session, for the whole suite
     runs = []
-    cache: dict[int, tuple[list[tuple[int, Event]], float]] = {}
-    for q in sorted(QUERIES):
-        n = SMOKE_EVENTS.get(q, 100_000)
-        config = NexmarkConfig(num_events=n, num_event_generators=generators)
-        if n not in cache:
-            cache[n] = generate_timed(config)
-        pairs, gen_rate = cache[n]
-        r = run_query(q, pairs, config, runner, gen_rate, generators)
-        runs.append(QueryRun(**{**r.as_dict(), "beam_smoke_count": BEAM_SMOKE_COUNTS[q]}))
+    cache: dict[int, tuple[list[tuple[int, Event]], float, Source]] = {}
+    try:
+        for q in sorted(QUERIES):
+            n = SMOKE_EVENTS.get(q, 100_000)
+            config = NexmarkConfig(num_events=n, num_event_generators=generators)
+            if n not in cache:
+                pairs, rate = generate_timed(config)
+                cache[n] = pairs, rate, events_source(pairs, runner)
+            pairs, gen_rate, source = cache[n]
+            r = run_query(q, pairs, config, runner, gen_rate, generators, source)
+            runs.append(QueryRun(**{**r.as_dict(), "runner": name, "beam_smoke_count": BEAM_SMOKE_COUNTS[q]}))
+    finally:
+        for _, _, source in cache.values():
+            release_source(source)
     return runs
 
 
