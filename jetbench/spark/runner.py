@@ -32,7 +32,10 @@ How a job becomes Spark work:
    an operation folds frames in the producer's tasks and Spark makes the windows
    (``groupBy(window(ts, size, slide), key).agg(...)``, `jetbench.spark.window_lowering`); the
    pairs whose types Spark cannot hold exactly go pickled to the same combining vertex, so the
-   result is the Python path's (``spark_aggregation=False`` turns it off).
+   result is the Python path's (``spark_aggregation=False`` turns it off). **Spark's own joins**:
+   a ``hash_join`` or batch ``co_group`` becomes a Spark join / ``groupBy`` over typed key columns
+   with the items pickled beside them, and rows whose keys Spark cannot hold are joined in Python
+   by the join vertex (`jetbench.spark.join_lowering`).
 4. **Results.** Collecting sinks return their ``result_part()`` from every task as rows of
    their own; the driver collects them with ``toArrow()`` and merges them with the sink's
    ``merge_results`` exactly as the local executor does, in partition order.
@@ -82,6 +85,7 @@ from ..core.plan import merge_parts
 from ..runner_errors import RunnerError, RunnerOptionError
 from ._hash import spark_partition_keys
 from .dataframe_sinks import rdd_to_dataframe
+from .join_lowering import JoinSide
 from .lowering import ddl
 from .spark_status import SparkStatusSource
 from .stage_cut import (
@@ -224,7 +228,7 @@ class SparkRunner:
         return self._plan(job, fuse)
 
     def _plan(self, job: Any, fuse: bool | None) -> SparkPlan:
-        plan = cut(job_to_dag(job, fuse), self.config.execution["cooperative_threads"])
+        plan = cut(job_to_dag(job, fuse), self.config.execution["cooperative_threads"], self.config.spark_aggregation)
         default_partitions = self.partitions or self.session.sparkContext.defaultParallelism
         plan = assign_partitions(plan, default_partitions, source_partitions(plan, default_partitions))
         return lower_aggregations(plan, self.config.spark_aggregation)
@@ -262,6 +266,24 @@ class SparkRunner:
         execution = self.execution
         frames: dict[int, Any] = {}
         uses: Counter[int] = Counter()
+        joined: dict[str, dict[int, Any]] = {}
+
+        def join_rows(e: Edge, side: JoinSide) -> Any:
+            """Rows of a lowered join's input ``e`` into its stage (`TypedJoin.spark_rows`: both
+            inputs are made at once, from their producers' rows, each read once)."""
+            join = side.join
+            assert join is not None
+            if join.vertex not in joined:
+                consumer = plan.stage_of[e.target.name]
+                edges = sorted(plan.dag.inbound_edges(e.target), key=lambda edge: edge.destination_ordinal)
+                rows = []
+                for edge in edges:
+                    producer = plan.stage_of[edge.source.name]
+                    uses[producer.index] += 1
+                    rows.append(frames[producer.index].where(F.col("channel") == plan.channel(edge)))
+                inputs = (consumer.inputs.index(edges[0]), consumer.inputs.index(edges[1]))
+                joined[join.vertex] = join.spark_rows(rows[0], rows[1], inputs, consumer.partitions)
+            return joined[join.vertex][plan.channel(e)]
 
         def producer_frame(e: Edge, tagger: Tagger | None) -> Any:
             """Rows of cut edge ``e`` (tagged for the consumer's shuffle if ``tagger``)."""
@@ -271,10 +293,12 @@ class SparkRunner:
                 frame = source.spark_frame(spark, partitions)
                 read = SourceFunction(source.partition_reader(partitions), plan.channel(e), tagger, partitions)
                 return with_partition(frame).mapInArrow(read, OUTPUT_SCHEMA)
+            typed = plan.typed.get(plan.channel(e))
+            if isinstance(typed, JoinSide):
+                return join_rows(e, typed)
             producer = plan.stage_of[e.source.name]
             uses[producer.index] += 1
             rows = frames[producer.index].where(F.col("channel") == plan.channel(e))
-            typed = plan.typed.get(plan.channel(e))
             if typed is None:
                 return rows.select(*OUTPUT_COLUMNS)
             # Spark combines the typed rows; their accumulators go on tagged for the consumer's shuffle

@@ -38,6 +38,8 @@ from ..processors.window_aggregate import WindowAggregate
 from ..runner_errors import RunnerError
 from .dataframe_sinks import SparkSink
 from .dataframe_sources import DataFrameSource, ParquetSource
+from .join_lowering import JOIN_KINDS, JoinSide, TypedJoin, lower_join, residual_key
+from .join_lowering import why_python as why_join_python
 from .lowering import KEY_TYPES, TypedAggregation, lower
 from .stage_task import InputSpec, OutputSpec, StagePlan, Tagger
 from .window_lowering import TypedWindow, WindowCombine, window_key
@@ -140,8 +142,11 @@ class SparkPlan:
     typed: dict[int, TypedAggregation] = field(default_factory=dict)
     #: combining and window vertices whose aggregation stays in Python, and why
     python_aggregations: dict[str, str] = field(default_factory=dict)
-    #: vertices whose tasks run another supplier (a lowered window's `WindowCombine`)
+    #: vertices whose tasks run another supplier (a lowered window's `WindowCombine`, a lowered join's)
     replaced: dict[str, Any] = field(default_factory=dict)
+    #: join vertices Spark joins for (`jetbench.spark.join_lowering`), and those it does not, and why
+    joins: dict[str, TypedJoin] = field(default_factory=dict)
+    python_joins: dict[str, str] = field(default_factory=dict)
 
     def explain(self) -> str:
         """Each stage: where it runs (a stage runs in Python: a copy of its sub-DAG on a local
@@ -158,6 +163,8 @@ class SparkPlan:
                 lines.append(f"  -> {e.target.name} ({e.routing.value})")
         for channel, typed in self.typed.items():
             e = self.dag.edges[channel]
+            if isinstance(typed, JoinSide):
+                continue  # the joins' lines follow
             if isinstance(typed, TypedWindow):
                 lines.append(f"Spark window aggregation {e.target.name}: {typed.describe()} in the JVM over typed "
                              f"columns ({KEY_TYPES}; accumulators in Spark types) of frames folded in Python before "
@@ -169,17 +176,30 @@ class SparkPlan:
                          f"go pickled to {e.target.name}, which combines and finishes in Python")
         for name, why in self.python_aggregations.items():
             lines.append(f"Python aggregation {name}: {why}")
+        for name, join in self.joins.items():
+            lines.append(f"Spark join {name}: {join.describe()} in the JVM over typed key columns ({KEY_TYPES}; "
+                         f"bools and integral floats as ints) with the items pickled beside them; rows whose key "
+                         f"Spark cannot hold, and every row of an equal hash, go pickled to {name}, which joins "
+                         f"them in Python")
+        for name, why in self.python_joins.items():
+            lines.append(f"Python join {name}: {why}")
         for name in self.spark_sinks:
             lines.append(f"spark sink: {name} (a DataFrame built in Spark from its input rows)")
         if self.stages:
+            spark_runs = [what for what, there in (("aggregations", any(not isinstance(t, JoinSide) for t in
+                                                                         self.typed.values())),
+                                                    ("joins", self.joins)) if there]
             lines.append("Python stages: user functions and the processors of the DAG run in the Python workers; "
-                         "Spark runs the shuffles" + (" and the aggregations above" if self.typed else ""))
+                         "Spark runs the shuffles" + (f" and the {' and '.join(spark_runs)} above" if spark_runs else ""))
         return "\n".join(lines)
 
     def movement(self, e: Edge) -> str:
         """How Spark moves the rows of cut edge ``e`` into its consumer stage."""
         consumer = self.stage_of[e.target.name]
         typed = self.typed.get(self.channel(e))
+        if isinstance(typed, JoinSide):
+            return (f"typed rows, Spark {typed.describe()} (its own shuffle), then its rows and those on the "
+                    f"Python path to repartition({consumer.partitions}, part)")
         if typed is not None:
             how = "by key" if typed.keyed else "all to partition 0"
             return (f"typed rows, Spark {typed.describe()} (its own shuffle), then its accumulators "
@@ -206,8 +226,12 @@ class SparkPlan:
 
     def key_fn(self, e: Edge) -> Any:
         """What the items of cut edge ``e`` reaching its consumer are partitioned by: the edge's key
-        function, or for a lowered window the window and key of its accumulators (`window_key`)."""
-        return window_key if isinstance(self.typed.get(self.channel(e)), TypedWindow) else e.key_fn
+        function, for a lowered window the window and key of its accumulators (`window_key`), for a
+        lowered join the hash of the key of the rows on the Python path (`residual_key`)."""
+        typed = self.typed.get(self.channel(e))
+        if isinstance(typed, JoinSide):
+            return residual_key
+        return window_key if isinstance(typed, TypedWindow) else e.key_fn
 
     def channel(self, e: Edge) -> int:
         """The channel of cut edge ``e`` in its producer's output rows: the edge's index in the DAG."""
@@ -268,10 +292,14 @@ def _pickle_check(obj: Any, what: str) -> None:
         ) from exc
 
 
-def cut(dag: DAG, threads: int) -> SparkPlan:
+def cut(dag: DAG, threads: int, spark_joins: bool | None = None) -> SparkPlan:
     """Cut ``dag`` into stages with their input modes (partitions are left at 1: see
     `assign_partitions`); ``threads`` is the tasks' cooperative thread count, the default
-    vertex parallelism. Raises `RunnerError` for a job Spark cannot run."""
+    vertex parallelism. Raises `RunnerError` for a job Spark cannot run.
+
+    ``spark_joins``: True lowers the hash joins and batch co-groups that can be
+    (`jetbench.spark.join_lowering`; their inputs are cut), False notes why each stays in Python,
+    None leaves them alone."""
     dag.validate(threads)
     order = dag.topological_order()
     position = {v.name: i for i, v in enumerate(order)}
@@ -295,6 +323,18 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
         if e.key_fn is not None:
             _pickle_check(e.key_fn, f"edge {e.source.name!r} -> {e.target.name!r}: its key function")
 
+    joins: dict[str, TypedJoin] = {}
+    python_joins: dict[str, str] = {}
+    if spark_joins is not None:
+        for v in order:
+            if isinstance(v.supplier, JOIN_KINDS):
+                why = why_join_python(dag, v, spark_joins, df_sources)
+                if why is None:
+                    joins[v.name] = lower_join(dag, v, dag.edges.index)
+                else:
+                    python_joins[v.name] = why
+    forced = {id(e) for name in joins for e in dag.inbound_edges(dag.vertex(name))}
+
     def local(e: Edge) -> bool:
         """A partitioned/all-to-one edge into a stage-1 accumulator: kept inside the stage."""
         dst = e.target
@@ -304,7 +344,7 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
         return bool(outs) and all(o.routing in (Routing.PARTITIONED, Routing.ALL_TO_ONE) for o in outs)
 
     def is_cut(e: Edge) -> bool:
-        if e.source.name in df_sources or e.target.name in spark_sinks:
+        if e.source.name in df_sources or e.target.name in spark_sinks or id(e) in forced:
             return True
         return e.routing in CUT_ROUTINGS and not local(e)
 
@@ -354,7 +394,13 @@ def cut(dag: DAG, threads: int) -> SparkPlan:
             st.mode = "arrow" if ins[0].source.name in df_sources else "items"
         else:
             st.mode = "keyed" if len(ins) == 1 else "multi"
-    return SparkPlan(dag, stages, stage_of, df_sources, spark_sinks, collecting, cut_edges)
+    plan = SparkPlan(dag, stages, stage_of, df_sources, spark_sinks, collecting, cut_edges,
+                     joins=joins, python_joins=python_joins)
+    for name, join in joins.items():
+        for side in join.sides:
+            plan.typed[side.channel] = side
+        plan.replaced[name] = join.replacement()
+    return plan
 
 
 def lower_aggregations(plan: SparkPlan, enabled: bool = True) -> SparkPlan:
