@@ -42,6 +42,7 @@ def test_driver_settings(spark):
     assert conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
     assert conf.get("spark.python.unix.domain.socket.enabled") == "true"
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
     assert spark.sparkContext.defaultParallelism == 2
     assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
 
@@ -81,6 +82,7 @@ def test_embedded_config_binds_to_loopback(tmp_path):
     assert conf["spark.driver.bindAddress"] == conf["spark.driver.host"] == "127.0.0.1"
     assert conf["spark.ui.enabled"] == "true"
     assert conf["spark.sql.shuffle.partitions"] == conf["spark.default.parallelism"] == "4"
+    assert conf["spark.sql.adaptive.enabled"] == "false"
     assert conf["spark.driver.memory"] == "1g"
     assert all(str(tmp_path) in conf[k] for k in ("spark.local.dir", "spark.sql.warehouse.dir"))
 
