@@ -6,8 +6,8 @@ master in turn, as ``bench spark-wordcount`` does: a warm-up pass of the whole s
 JVM's JIT and the Python workers), then the timed pass. The events are generated inside the
 Spark tasks (`jetbench.nexmark.source.nexmark`: task k of n runs generators k, k+n, ...), as a
 Spark job gets its input without the driver: ``jetbench nexmark --suite smoke --runner spark``
-instead generates them in the driver and ships the whole list pickled inside the source stage's
-plan to every task of that stage, a fixed cost that a second partition only adds to.
+instead generates them in the driver and caches them in Spark once per size
+(`jetbench.nexmark.suite.events_source`), outside the queries' times.
 ``scaling`` = the suite's seconds on ``local[1]`` over its seconds on ``local[2]`` (the sum of
 the queries' times from submission to the last result; wall clock, so it needs the machine's
 second core to be free: the load average is reported). Every query's digest must equal the
