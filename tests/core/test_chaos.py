@@ -73,19 +73,21 @@ RATE = 5000
 
 class FailPoint:
     """Passes items through (or computes a key); raises once, on call ``at`` (counted over every
-    execution of the job: the restarted job's processors share this object)."""
+    execution of the job: the restarted job's processors share this object), or on the first
+    call after it at which ``armed()`` says so."""
 
     def __init__(self, at: int | None, fn: Callable[[Any], Any] = lambda x: x):
         self.at = at
         self.fn = fn
         self.calls = 0
         self.raised = False
+        self.armed: Callable[[], bool] = lambda: True
         self._lock = threading.Lock()
 
     def __call__(self, x: Any) -> Any:
         with self._lock:
             self.calls += 1
-            if self.at is not None and not self.raised and self.calls >= self.at:
+            if self.at is not None and not self.raised and self.calls >= self.at and self.armed():
                 self.raised = True
                 raise ValueError(f"chaos: injected failure on call {self.calls}")
         return self.fn(x)
@@ -366,6 +368,8 @@ def _check(case: Case, guarantee: str, threads: int, tmp_path: Any,
     submitted: list[FaultTolerantJob] = []
     ready = ((lambda: bool(submitted) and any(r.success for r in submitted[0].snapshot_history))
              if after_a_snapshot else (lambda: True))
+    for point in points.values():  # a function point too (the full run at load 12 failed a
+        point.armed = ready        # join key at its call 800, before the first snapshot)
     dag, vertex = _dag(case, points, call_point, delivered, ready)
     config = JobConfig(guarantee, snapshot_interval_ms=5, max_restarts=3, snapshot_store=tmp_path / "chaos.sqlite")
     job = ExecutionService(cooperative_threads=threads).submit(dag, config=config)
