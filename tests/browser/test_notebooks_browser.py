@@ -2,7 +2,7 @@
 with nothing else, checked to listen on 127.0.0.1 only), in its own working copy of the notebooks
 in a fresh data directory (never the checkout's folder, so a notebook that reads ``../docs`` fails
 here): 01 opens first and runs top to bottom with its DAG drawings and the visual builder; 02's
-dashboard is live while its job runs, and it runs to its end; both display what their lessons
+dashboard follows its job, which runs to its end; both display what their lessons
 need (``notebook_lessons.MUST_DISPLAY``, which the headless test checks for the other
 notebooks); 08's picture of the dashboard shows. Screenshots go to
 tests/browser/artifacts/ (the README's tour uses them)."""
@@ -101,11 +101,15 @@ def test_02_shows_the_job_live_on_the_dashboard(page, lab):
     page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     dash = page.locator(DASH).first
-    dash.locator('.jb-status[data-status="running"]').wait_for(timeout=120_000)
+    # the job runs 1.5 s: on a loaded machine the view can first show up after it ended (that a
+    # dashboard follows a running job live, test_dashboard_browser.py checks on a job it paces)
+    status = dash.locator('.jb-status[data-status="running"], .jb-status[data-status="completed"]')
+    status.wait_for(timeout=120_000)
     rows = dash.locator("tr.jb-row")
     rows.first.wait_for()
     assert rows.count() == 6  # source, 2 x parse, 2 x enrich, sink
-    screenshot(dash, "notebook-02-dashboard-live.png")
+    if status.get_attribute("data-status") == "running":
+        screenshot(dash, "notebook-02-dashboard-live.png")
 
     run_all(page, code_cells(SHOWN[1]), timeout_ms=240_000, start=False)  # the run-all above, to its end
     assert MUST_DISPLAY[RUN_IN_THE_BROWSER[1]] <= displayed(page), displayed(page)
