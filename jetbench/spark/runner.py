@@ -82,6 +82,7 @@ from ..core.dag import DAG, Edge
 from ..core.errors import JetbenchError, JobError, JobTimeout
 from ..core.execution import ExecutionService
 from ..core.plan import merge_parts
+from ..core.views import view
 from ..runner_errors import RunnerError, RunnerOptionError
 from ._hash import spark_partition_keys
 from .dataframe_sinks import rdd_to_dataframe
@@ -454,18 +455,6 @@ class SparkRunner:
         return _result(plan.dag, records, results)
 
 
-def _registered_view(name: str) -> Any:
-    """The view registered as ``name`` (in `jetbench.core.views`; in `jetbench.core.job` before it moved)."""
-    import importlib
-
-    try:
-        views = importlib.import_module("jetbench.core.views")
-    except ModuleNotFoundError:
-        views = importlib.import_module("jetbench.core.job")
-        return views._view(name)
-    return views.view(name)
-
-
 #: how often a waiting run wakes up to refresh its progress and notice an interrupt (it never
 #: waits longer than the run)
 _WAIT_SLICE_S = 0.1
@@ -475,7 +464,7 @@ def _reporter(source: SparkStatusSource, progress: bool | None) -> Any:
     """The progress reporter of a run, from the view the notebook layer registers as
     ``"spark_progress"`` (`jetbench.notebook.spark_progress`); None where none is shown."""
     try:
-        factory = _registered_view("spark_progress")
+        factory = view("spark_progress")
         return factory(source, progress=progress)
     except Exception:  # no view registered (only jetbench.core imported), or it failed: run without
         return None
