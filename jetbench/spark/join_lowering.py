@@ -11,9 +11,10 @@ and:
    into ``(key, item)``; what crosses the cut is one row per item (`JoinSide`): the key as typed
    columns (`jetbench.spark.lowering.encode_key` of `join_key`), its `stable_hash` ``h``, the
    item pickled (``x``) with its sequence number (``q``), and the key pickled (``kx``) where
-   Spark's columns cannot give it back as it was.
-2. **The join, in Spark.** ``hash_join``: ``left.join(right, h and the key columns equal (null
-   equal to null), how)``; ``co_group``: ``groupBy(key columns)`` over both sides, each side's items
+   Spark's scalar columns cannot give it back as it was (a tuple, or a co-group's key that
+   `join_key` changed; nested columns cross from the JVM to Python slowly, so they stay there).
+2. **The join, in Spark.** ``hash_join``: a full outer join of the sides on ``h`` and the key
+   columns (null equal to null), its unmatched rows kept as ``how`` says; ``co_group``: ``groupBy(key columns)`` over both sides, each side's items
    ``sort_array(collect_list((q, x)))`` (in the order they were sent), the key of the group its
    first row's. Spark's rows go, pickled, to the join vertex of the consuming stage, replaced by
    `JoinedHashJoinP` / `JoinedCoGroupP`, which emits what `HashJoinP` / `CoGroupP` would.
@@ -77,6 +78,9 @@ __all__ = [
 JOIN_KINDS = (HashJoin, CoGroup)
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _KEYS = [name for name, _ in KEY_FIELDS]
+#: the key columns of scalars (s, i, f, b, y); the last one (t) holds tuples
+_SCALARS = len(KEY_FIELDS) - 1
+_NO_TUPLE = (None,)
 
 
 def _canonical_scalar(x: Any) -> Any:
@@ -193,7 +197,8 @@ class JoinSide(TypedAggregation):
                 typed = no_key
             else:
                 rs.append(False)
-                kxs.append(dumps(key) if keep_key and canonical is not key else None)
+                # a tuple key (its columns stay in the JVM) and, for a co-group, a key join_key changed
+                kxs.append(dumps(key) if type(key) is tuple or keep_key and canonical is not key else None)
             for column, value in zip(keys, typed, strict=True):
                 column.append(value)
         return columns, []
@@ -240,8 +245,9 @@ class TypedJoin:
 
         keys = [f"k_{n}" for n in _KEYS]
         both = self._plain(left_rows, self.sides[0], 0).unionAll(self._plain(right_rows, self.sides[1], 1))
-        # one shuffle by h marks the hashes of rows on the Python path; what follows reads it once
-        # (two references that prune the same columns: Spark reuses the shuffle, the producers run once)
+        # one shuffle by h marks the hashes of rows on the Python path (a window: the join's sides
+        # below read that one shuffle, which Spark reuses, so the producers run once; a filter would
+        # be pushed below a shuffle of its own and run them twice)
         marked = both.withColumn("py", F.max("r").over(Window.partitionBy("h")))
         rows = self._co_group(marked, keys, F) if self.kind == "co_group" else self._hash_join(marked, keys, F)
         out = rows.mapInArrow(
@@ -272,11 +278,10 @@ class TypedJoin:
         python = F.coalesce(F.col("l.py"), F.lit(False)) | F.col("l.x").isNull()
         return joined.select(
             python.cast("int").alias("t"),
-            *[F.when(left_side, F.col(f"l.{k}")).otherwise(F.col(f"r.{k}")).alias(k) for k in keys],
+            *[F.when(left_side, F.col(f"l.{k}")).otherwise(F.col(f"r.{k}")).alias(k) for k in keys[:_SCALARS]],
             F.when(left_side, F.col("l.kx")).otherwise(F.col("r.kx")).alias("kx"),
             F.when(left_side, F.col("l.x")).otherwise(F.col("r.x")).alias("lx"),
             F.when(left_side, F.col("r.x")).alias("rx"),
-            *[F.lit(None).cast("array<struct<q:bigint,x:binary>>").alias(c) for c in ("ls", "rs")],
             F.when(left_side, F.col("l.h")).otherwise(F.col("r.h")).alias("h"),
             F.when(left_side, F.lit(0)).otherwise(F.lit(1)).alias("side"))
 
@@ -289,15 +294,17 @@ class TypedJoin:
         alone = F.when(F.col("py"), F.struct("side", "q")).alias("alone")
         groups = marked.groupBy("h", *keys, "py", alone).agg(
             F.min_by("kx", F.struct("side", "q")).alias("kx"), items(0).alias("ls"), items(1).alias("rs"))
-        return groups.select(F.col("py").cast("int").alias("t"), *keys, "kx",
+        return groups.select(F.col("py").cast("int").alias("t"), *keys[:_SCALARS], "kx",
                              F.when(F.col("py"), F.coalesce(F.get("ls", 0)["x"], F.get("rs", 0)["x"])).alias("lx"),
-                             F.lit(None).cast("binary").alias("rx"), "ls", "rs", "h",
-                             F.when(F.size("ls") > 0, F.lit(0)).otherwise(F.lit(1)).alias("side"))
+                             F.lit(None).cast("binary").alias("rx"), "h",
+                             F.when(F.size("ls") > 0, F.lit(0)).otherwise(F.lit(1)).alias("side"),
+                             *[F.transform(c, lambda e: e["x"]).alias(c) for c in ("ls", "rs")])
 
 
 #: the columns of `JoinOutput`'s input: ``t`` (0: Spark's row, 1: a row on the Python path), the
-#: key columns, ``kx``, ``lx``/``rx`` (a hash join's pair), ``ls``/``rs`` (a co-group's lists), ``h``, ``side``
-_KX, _LX, _RX, _LS, _RS, _H, _SIDE = range(1 + len(KEY_FIELDS), 8 + len(KEY_FIELDS))
+#: scalar key columns (a tuple key is in ``kx``: nested columns cross to Python slowly), ``kx``,
+#: ``lx``/``rx`` (a hash join's pair), ``h``, ``side``, and a co-group's lists ``ls``/``rs``
+_KX, _LX, _RX, _H, _SIDE, _LS, _RS = range(1 + _SCALARS, 8 + _SCALARS)
 
 
 class JoinOutput:
@@ -337,19 +344,19 @@ class JoinOutput:
     def _items(self, batch: pa.RecordBatch) -> tuple[list[Any], list[list[Any]]]:
         columns = [c.to_pylist() for c in batch.columns]
         loads = pickle.loads
-        n = len(KEY_FIELDS)
+        n = 1 + _SCALARS
         joined: list[Any] = []
         python: list[list[Any]] = [[], []]
         co_group = self.kind == "co_group"
         for row in zip(*columns, strict=True):
             if row[0]:
                 kx = row[_KX]
-                key = loads(kx) if kx is not None else decode_key(row[1:1 + n])
+                key = loads(kx) if kx is not None else decode_key(row[1:n] + _NO_TUPLE)
                 python[row[_SIDE]].append((row[_H], key, loads(row[_LX])))
             elif co_group:
                 kx = row[_KX]
-                key = loads(kx) if kx is not None else decode_key(row[1:1 + n])
-                joined.append((key, [e["x"] for e in row[_LS]], [e["x"] for e in row[_RS]]))
+                key = loads(kx) if kx is not None else decode_key(row[1:n] + _NO_TUPLE)
+                joined.append((key, row[_LS], row[_RS]))
             else:
                 joined.append((row[_LX], row[_RX]))
         return joined, python
