@@ -6,6 +6,7 @@
     jetbench bench dashboard [--items N] [--hz HZ] [--json]
     jetbench bench spark-wordcount [--lines N] [--repeat N] [--json]
     jetbench bench spark-windows [--events N] [--repeat N] [--json]
+    jetbench bench spark-joins [--events N] [--repeat N] [--json]
     jetbench bench snapshots [--interval-ms MS] [--keys N] [--lines N] [--items N] [--json]
     jetbench bench nexmark [--events N] [--queries Q ...] [--generators G] [--repeat N] [--beam] [--beam-jetbench] [--spark] [--json]
     jetbench idle-experiment [--quick] [--json] [--source generator|spark] ...
@@ -91,6 +92,10 @@ def _bench(args: argparse.Namespace) -> int:
         from .bench import spark_windows
 
         report = spark_windows.run(events=args.events, repeat=args.repeat)
+    elif args.name == "spark-joins":
+        from .bench import spark_joins
+
+        report = spark_joins.run(events=args.events, repeat=args.repeat)
     elif args.name == "nexmark":
         from .bench import nexmark
 
@@ -189,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="make the corpus in Python, or have an embedded local Spark serve it (default python)")
 
     bench = sub.add_parser("bench", help="benchmarks against a plain-Python baseline")
-    bench.add_argument("name", choices=["wordcount", "chain", "dashboard", "spark-wordcount", "spark-windows", "nexmark",
+    bench.add_argument("name", choices=["wordcount", "chain", "dashboard", "spark-wordcount", "spark-windows", "spark-joins",
+                                          "nexmark",
                                           "snapshots"])
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--repeat", type=int, default=3, help="repeats per side, interleaved (median kept)")
@@ -207,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="snapshots: keys of the keyed state snapshot and restarted (default 100000; 0: skip)")
     bench.add_argument("--hz", type=float, default=10.0, help="dashboard: sampler refresh rate (default 10)")
     bench.add_argument("--events", type=int, default=1_000_000,
-                       help="nexmark: events in memory; spark-windows: parquet events (default 1000000)")
+                       help="nexmark: events in memory; spark-windows, spark-joins: parquet events (default 1000000)")
     bench.add_argument("--queries", type=int, nargs="+", help="nexmark: the queries (default all)")
     bench.add_argument("--generators", type=int, default=1,
                        help="nexmark: event generators, each on its own timeline (default 1)")

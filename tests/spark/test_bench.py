@@ -76,3 +76,20 @@ def test_the_windowed_count_is_the_same_three_ways(runner, spark):
     assert spark_windows._windows(SparkRunner(spark, spark_aggregation=False), job) == expected
     args = cli.build_parser().parse_args(["bench", "spark-windows", "--events", "1000", "--json"])
     assert args.name == "spark-windows" and args.events == 1000
+
+
+def test_the_joined_count_is_the_same_three_ways(runner, spark):
+    """``jetbench bench spark-joins``: the DataFrame job, the SparkRunner with Spark's join and with
+    Python's give the same count per name."""
+    from jetbench.bench import spark_joins
+    from jetbench.spark import SparkRunner
+
+    path = datasets.events_path(3000, spark_joins.KEYS, interval_ms=1)
+    job = spark_joins.sparkrunner_pipeline(path)
+    expected = spark_joins.dataframe_join(spark, path)
+    assert len(expected) == spark_joins.KEYS // 2 and 1000 < sum(expected.values()) < 2000  # half the keys named
+    assert "Spark join hash-join" in runner.explain(job, physical=False)
+    assert spark_joins._counts(runner, job) == expected
+    assert spark_joins._counts(SparkRunner(spark, spark_aggregation=False), job) == expected
+    args = cli.build_parser().parse_args(["bench", "spark-joins", "--events", "1000", "--json"])
+    assert args.name == "spark-joins" and args.events == 1000
