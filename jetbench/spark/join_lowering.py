@@ -467,7 +467,7 @@ def why_python(dag: DAG, v: Vertex, enabled: bool, arrow_sources: Any) -> str | 
     if Spark can join for it (its two inputs are then cut: `cut`)."""
     spec = v.supplier
     if not enabled:
-        return "Spark's joins are off (spark_aggregation=False)"
+        return "Spark's joins are off (SparkRunner(spark_joins=True) turns them on)"
     if isinstance(spec, HashJoin) and spec.timestamped:
         return "its probe items are timestamped"
     edges = dag.inbound_edges(v)

@@ -32,10 +32,11 @@ How a job becomes Spark work:
    an operation folds frames in the producer's tasks and Spark makes the windows
    (``groupBy(window(ts, size, slide), key).agg(...)``, `jetbench.spark.window_lowering`); the
    pairs whose types Spark cannot hold exactly go pickled to the same combining vertex, so the
-   result is the Python path's (``spark_aggregation=False`` turns it off). **Spark's own joins**:
-   a ``hash_join`` or batch ``co_group`` becomes a Spark join / ``groupBy`` over typed key columns
-   with the items pickled beside them, and rows whose keys Spark cannot hold are joined in Python
-   by the join vertex (`jetbench.spark.join_lowering`).
+   result is the Python path's (``spark_aggregation=False`` turns it off). **Spark's own joins**
+   (``spark_joins=True``; off by default: slower than the Python join here, see
+   benchmarks/README.md): a ``hash_join`` or batch ``co_group`` becomes a Spark join / ``groupBy``
+   over typed key columns with the items pickled beside them, and rows whose keys Spark cannot
+   hold are joined in Python by the join vertex (`jetbench.spark.join_lowering`).
 4. **Results.** Collecting sinks return their ``result_part()`` from every task as rows of
    their own; the driver collects them with ``toArrow()`` and merges them with the sink's
    ``merge_results`` exactly as the local executor does, in partition order.
@@ -131,13 +132,16 @@ class SparkConfig:
     each task, over `DEFAULT_EXECUTION` (``cooperative_threads=1``, ...); a bad setting fails
     here, not in a task. ``spark_aggregation``: let Spark combine the built-in aggregations and
     make the batch windows it can (`jetbench.spark.lowering`, `jetbench.spark.window_lowering`);
-    False keeps every aggregation and window in Python.
+    False keeps every aggregation and window in Python. ``spark_joins``: let Spark run the hash
+    joins and batch co-groups it can (`jetbench.spark.join_lowering`); off by default (measured
+    slower than the Python join on this machine: benchmarks/README.md, ``jetbench bench spark-joins``).
     """
 
     session: Any = None
     partitions: int | None = None
     execution: Mapping[str, Any] = field(default_factory=dict)
     spark_aggregation: bool = True
+    spark_joins: bool = False
 
     def __post_init__(self) -> None:
         partitions = self.partitions
@@ -152,11 +156,13 @@ class SparkConfig:
         object.__setattr__(self, "execution", MappingProxyType(execution))
         if not isinstance(self.spark_aggregation, bool):
             raise JetbenchError(f"SparkRunner: spark_aggregation must be True or False, got {self.spark_aggregation!r}")
+        if not isinstance(self.spark_joins, bool):
+            raise JetbenchError(f"SparkRunner: spark_joins must be True or False, got {self.spark_joins!r}")
 
     @staticmethod
     def keywords() -> tuple[str, ...]:
         """Every keyword `from_options` (and `SparkRunner`) takes."""
-        return ("session", "partitions", *_execution_keywords(), "spark_aggregation")
+        return ("session", "partitions", *_execution_keywords(), "spark_aggregation", "spark_joins")
 
     @classmethod
     def from_options(cls, **options: Any) -> SparkConfig:
@@ -169,21 +175,22 @@ class SparkConfig:
         session = options.pop("session", None)
         partitions = options.pop("partitions", None)
         spark_aggregation = options.pop("spark_aggregation", True)
-        return cls(session, partitions, options, spark_aggregation)
+        spark_joins = options.pop("spark_joins", False)
+        return cls(session, partitions, options, spark_aggregation, spark_joins)
 
 
 class SparkRunner:
     """Runs DAGs and Pipelines on Spark (see the module doc for how).
 
-    ``SparkRunner(session=None, *, partitions=None, spark_aggregation=True, **execution)`` takes the keywords of
+    ``SparkRunner(session=None, *, partitions=None, spark_aggregation=True, spark_joins=False, **execution)`` takes the keywords of
     `SparkConfig` (an unknown one raises `jetbench.RunnerOptionError`); `from_config` takes a config,
     `from_options` the keywords alone.
     """
 
     def __init__(self, session: Any = None, *, partitions: int | None = None, spark_aggregation: bool = True,
-                 **execution: Any):
+                 spark_joins: bool = False, **execution: Any):
         self._init(SparkConfig.from_options(session=session, partitions=partitions,
-                                            spark_aggregation=spark_aggregation, **execution))
+                                            spark_aggregation=spark_aggregation, spark_joins=spark_joins, **execution))
 
     def _init(self, config: SparkConfig) -> None:
         self.config = config
@@ -220,6 +227,7 @@ class SparkRunner:
 
     def __repr__(self) -> str:
         aggregation = "" if self.config.spark_aggregation else ", spark_aggregation=False"
+        aggregation += ", spark_joins=True" if self.config.spark_joins else ""
         return f"SparkRunner(partitions={self.partitions}{aggregation}, execution={self.execution})"
 
     # -- planning ----------------------------------------------------------------------------------
@@ -229,7 +237,7 @@ class SparkRunner:
         return self._plan(job, fuse)
 
     def _plan(self, job: Any, fuse: bool | None) -> SparkPlan:
-        plan = cut(job_to_dag(job, fuse), self.config.execution["cooperative_threads"], self.config.spark_aggregation)
+        plan = cut(job_to_dag(job, fuse), self.config.execution["cooperative_threads"], self.config.spark_joins)
         default_partitions = self.partitions or self.session.sparkContext.defaultParallelism
         plan = assign_partitions(plan, default_partitions, source_partitions(plan, default_partitions))
         return lower_aggregations(plan, self.config.spark_aggregation)

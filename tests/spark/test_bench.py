@@ -88,8 +88,9 @@ def test_the_joined_count_is_the_same_three_ways(runner, spark):
     job = spark_joins.sparkrunner_pipeline(path)
     expected = spark_joins.dataframe_join(spark, path)
     assert len(expected) == spark_joins.KEYS // 2 and 1000 < sum(expected.values()) < 2000  # half the keys named
-    assert "Spark join hash-join" in runner.explain(job, physical=False)
+    joins = SparkRunner(spark, spark_joins=True)
+    assert "Spark join hash-join" in joins.explain(job, physical=False)
+    assert spark_joins._counts(joins, job) == expected
     assert spark_joins._counts(runner, job) == expected
-    assert spark_joins._counts(SparkRunner(spark, spark_aggregation=False), job) == expected
     args = cli.build_parser().parse_args(["bench", "spark-joins", "--events", "1000", "--json"])
     assert args.name == "spark-joins" and args.events == 1000

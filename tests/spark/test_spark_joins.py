@@ -22,6 +22,11 @@ from .conftest import ship_by_value
 ship_by_value(__name__)
 
 
+@pytest.fixture
+def runner(spark):
+    return SparkRunner(spark, spark_joins=True)
+
+
 class Level(enum.IntEnum):
     ONE = 1
 
@@ -152,8 +157,8 @@ def stamped_join():
 def test_explain_says_why_a_join_stays_in_python(runner, spark):
     text = runner.explain(stamped_join(), physical=False)
     assert "Python join stamped: its probe items are timestamped" in text
-    off = SparkRunner(spark, spark_aggregation=False).explain(every_join(), physical=False)
-    assert "Spark join" not in off and "Python join cg: Spark's joins are off (spark_aggregation=False)" in off
+    off = SparkRunner(spark).explain(every_join(), physical=False)  # off by default
+    assert "Spark join" not in off and "Python join cg: Spark's joins are off (SparkRunner(spark_joins=True)" in off
     p = Pipeline()
     frame = spark.createDataFrame([(1, "a")], "k long, v string")
     left = p.read_from(spark_sources.dataframe(frame, as_=tuple, name="frame"))
