@@ -3,8 +3,9 @@
 
 On the local executor a hash join is one vertex (`HashJoinP`) holding the broadcast build side in
 a dict, and a batch co-group one vertex (`CoGroupP`) behind two edges partitioned by key. On
-Spark, when the join can be lowered (`why_python` says why not), its two inbound edges are cut
-and:
+Spark, with ``SparkRunner(spark_joins=True)`` (off by default: measured slower than the Python
+join on this machine, ``jetbench bench spark-joins``, benchmarks/README.md) and when the join can
+be lowered (`why_python` says why not), its two inbound edges are cut and:
 
 1. **Keys, in Python, before the shuffle.** In each producer stage a vertex named after the join
    vertex (`KeyItems`, so an error in the user's key function names the join) turns each item
