@@ -1,14 +1,17 @@
 """Fixtures of the browser tests: one JupyterLab server and one Chromium for all of tests/browser
-(package scope: stopped when its last test ends), not one per module. Each test has a page of
-its own in a fresh browser context, and its kernels are shut down after it; a module that needs
-another server (test_notebooks_browser.py: `jetbench lab`) overrides ``lab``. tests/conftest.py
+(package scope: stopped when its last test ends), not one per module. The tests share one page
+while JupyterLab stays loaded in it (each opens its notebook in the app; its documents are
+closed and its kernels shut down after it); a failed test leaves a fresh page to the next. A
+module that needs another server (test_notebooks_browser.py: `jetbench lab`) overrides ``lab``. tests/conftest.py
 keeps every browser test on one pytest-xdist worker, so one server serves them all."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from .jlab import CHROMIUM, CHROMIUM_ARGS, start_lab
+from .jlab import CHROMIUM, CHROMIUM_ARGS, close_documents, start_lab
 
 
 def pytest_collection_modifyitems(items):
@@ -34,11 +37,36 @@ def chromium():
         browser.close()
 
 
+VIEWPORT = {"width": 1500, "height": 1100}
+
+
+@pytest.fixture(scope="package")
+def pages(chromium):
+    """The page the tests share while they can: a test that leaves JupyterLab as it found it
+    (its documents closed, see ``page``) hands the loaded app to the next, which opens its
+    notebook in it (`jlab.open_notebook`); a failed test, Notebook 7 or another server get a
+    new page in a fresh browser context."""
+    current: dict[str, Any] = {}
+
+    def fresh() -> None:
+        if "context" in current:
+            current["context"].close()
+        current["context"] = chromium.new_context(viewport=VIEWPORT)
+        current["page"] = current["context"].new_page()
+
+    fresh()
+    yield current, fresh
+    current["context"].close()
+
+
 @pytest.fixture
-def page(chromium, lab):
-    context = chromium.new_context(viewport={"width": 1500, "height": 1100})
-    page = context.new_page()
+def page(pages, lab, request):
+    current, fresh = pages
+    page = current["page"]
+    page.set_viewport_size(VIEWPORT)
     page.set_default_timeout(30_000)
+    failed = request.session.testsfailed
     yield page
-    context.close()
+    if request.session.testsfailed > failed or not close_documents(page, lab):
+        fresh()
     lab.shutdown_kernels()

@@ -211,10 +211,56 @@ def require_notebook7() -> None:
         pytest.fail(f"the Notebook 7 tests need the pip package notebook>=7: {SETUP_HINT}", pytrace=False)
 
 
+#: Whether the page holds a loaded JupyterLab (``expose_app_in_browser``).
+LAB_LOADED = "() => !!(window.jupyterapp && window.jupyterapp.shell && window.jupyterapp.shell.widgets)"
+
+#: The notebook ``path`` is the current document and its kernel is idle.
+NOTEBOOK_READY = """(path) => {
+    const w = window.jupyterapp.shell.currentWidget;
+    const kernel = w && w.context && w.context.path === path && w.sessionContext && w.sessionContext.session
+        && w.sessionContext.session.kernel;
+    return !!kernel && kernel.status === 'idle';
+}"""
+
+#: Close every document (unsaved changes dropped: each test writes its notebooks afresh) and
+#: the side panels; true if no document and no dialog is left.
+CLOSE_ALL = """async () => {
+    const app = window.jupyterapp;  // (application:close-all leaves them open a while)
+    for (const w of [...app.shell.widgets('main')]) {
+        if (w.context) { w.context.model.dirty = false; w.dispose(); }
+    }
+    app.shell.collapseLeft();
+    app.shell.collapseRight();
+    // (JupyterLab opens a launcher in an empty main area)
+    return ![...app.shell.widgets('main')].some((w) => w.context) && document.querySelectorAll('.jp-Dialog').length === 0;
+}"""
+
+
+def lab_loaded(page: Any, lab: Lab) -> bool:
+    """Whether ``page`` holds JupyterLab served by ``lab`` (not Notebook 7, not another server)."""
+    return page.url.startswith(f"{lab.url}/lab") and bool(page.evaluate(LAB_LOADED))
+
+
+def close_documents(page: Any, lab: Lab) -> bool:
+    """After a test: close what it opened in JupyterLab, so the next test opens its notebook in
+    the loaded app (`open_notebook`); False if the page cannot be reused so."""
+    try:
+        return lab_loaded(page, lab) and bool(page.evaluate(CLOSE_ALL))
+    except Exception:  # a page the test left broken: the fixture starts a new one
+        return False
+
+
 def open_notebook(page: Any, lab: Lab, name: str, ui: str = "lab") -> None:
-    """Open ``name`` in JupyterLab or Notebook 7 and wait until its kernel is idle."""
+    """Open ``name`` in JupyterLab or Notebook 7 and wait until its kernel is idle. Where the
+    page already holds this server's JupyterLab, the notebook opens in it (as a user opens a
+    file): loading the whole app again costs Chromium some 7 CPU seconds per test."""
     if ui == "notebook":
         require_notebook7()
+    if ui == "lab" and lab_loaded(page, lab):
+        page.evaluate("(path) => { window.jupyterapp.commands.execute('docmanager:open', {path}); }", name)
+        page.wait_for_function(NOTEBOOK_READY, arg=name, timeout=60_000)
+        page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+        return
     page.goto(lab.notebook_url(name, ui))
     if ui == "notebook":
         page.wait_for_function(NOTEBOOK7_KERNEL_IDLE, timeout=60_000)
