@@ -17,13 +17,13 @@ Python join's time / SparkRunner time. The three results are compared.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .common import ReportFormat, interleaved, load_average
+from .common import ReportFormat
+from .spark_lowering_ab import comparison_lines, measure
 
 DEFAULT_EVENTS = 1_000_000
 KEYS = 16
@@ -89,11 +89,8 @@ class SparkJoinsReport(ReportFormat):
         lines = [
             f"spark-joins: {self.events:,} events hash-joined with {KEYS // 2} names ({self.joined:,} pairs), "
             f"counted per name ({self.extra['master']})",
-            f"  DataFrame job (baseline)  : {self.dataframe_s:8.3f} s",
-            f"  SparkRunner, Spark's join : {self.sparkrunner_s:8.3f} s  ratio {self.ratio:.3f}"
-            "  (DataFrame time / SparkRunner time; higher is better)",
-            f"  SparkRunner, Python join  : {self.sparkrunner_python_join_s:8.3f} s  "
-            f"(Spark's join {self.lowering_speedup:.2f}x faster)",
+            *comparison_lines("join", self.dataframe_s, self.sparkrunner_s, self.sparkrunner_python_join_s,
+                              ratio=self.ratio, speedup=self.lowering_speedup),
             f"  results equal: {self.results_equal}",
         ]
         return "\n".join(lines + self.extra_lines())
@@ -102,36 +99,25 @@ class SparkJoinsReport(ReportFormat):
 def run(events: int = DEFAULT_EVENTS, repeat: int = 3, master: str = MASTER, warmups: int = 1) -> SparkJoinsReport:
     """Measure on ``master`` (the embedded session is started there, and the caller's session
     restored afterwards)."""
-    from ..spark import SparkRunner, datasets, session
-    from ..spark._session import sessions_restored
+    from ..spark import SparkRunner
 
-    load_before = load_average()
-    with sessions_restored():
-        spark = session(master, fast_start=False)  # heavy work: the JVM's optimising compiler
-        path = datasets.events_path(events, KEYS, interval_ms=1, session=spark)
+    def jobs(spark: Any, path: str) -> tuple[dict[str, Callable[[], Any]], Callable[[], bool]]:
         job = sparkrunner_pipeline(path)
-        fns: dict[str, Callable[[], dict[str, int]]] = {
+        return ({
             "dataframe": partial(dataframe_join, spark, path),
             "sparkrunner": partial(_counts, SparkRunner(spark, spark_joins=True), job),
-            "sparkrunner_python_join": partial(_counts, SparkRunner(spark), job),
-        }
-        for _ in range(warmups):
-            for fn in fns.values():
-                fn()
-        timings = interleaved(fns, repeat)
-        lowered = "Spark join hash-join" in SparkRunner(spark, spark_joins=True).explain(job, physical=False)
-    seconds = {name: t.wall_s for name, t in timings.items()}
-    results = [t.result for t in timings.values()]
-    reference = results[0]
+            "sparkrunner_python": partial(_counts, SparkRunner(spark), job),
+        }, lambda: "Spark join hash-join" in SparkRunner(spark, spark_joins=True).explain(job, physical=False))
+
+    times = measure(master, events, KEYS, repeat, warmups, "join_lowered", jobs)
     return SparkJoinsReport(
         events=events,
-        joined=sum(reference.values()),
-        sparkrunner_s=seconds["sparkrunner"],
-        dataframe_s=seconds["dataframe"],
-        sparkrunner_python_join_s=seconds["sparkrunner_python_join"],
-        ratio=seconds["dataframe"] / seconds["sparkrunner"],
-        lowering_speedup=seconds["sparkrunner_python_join"] / seconds["sparkrunner"],
-        results_equal=all(r == reference for r in results),
-        extra={"master": master, "repeat": repeat, "events_path": path, "join_lowered": lowered,
-               "cpus": os.cpu_count(), "load_average_before": load_before, "load_average_after": load_average()},
+        joined=sum(times.reference.values()),
+        sparkrunner_s=times.seconds["sparkrunner"],
+        dataframe_s=times.seconds["dataframe"],
+        sparkrunner_python_join_s=times.seconds["sparkrunner_python"],
+        ratio=times.ratio,
+        lowering_speedup=times.lowering_speedup,
+        results_equal=times.results_equal,
+        extra=times.extra,
     )

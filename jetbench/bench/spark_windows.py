@@ -23,13 +23,13 @@ Python windows' time / SparkRunner time. The results of the three are compared, 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .common import ReportFormat, interleaved, load_average
+from .common import ReportFormat
+from .spark_lowering_ab import comparison_lines, measure
 
 DEFAULT_EVENTS = 1_000_000
 KEYS = 16
@@ -86,11 +86,8 @@ class SparkWindowsReport(ReportFormat):
         lines = [
             f"spark-windows: {self.events:,} events, {self.windows:,} (window, key) counts, "
             f"tumbling({self.size_ms}) ({self.extra['master']})",
-            f"  DataFrame job (baseline)     : {self.dataframe_s:8.3f} s",
-            f"  SparkRunner, Spark's windows : {self.sparkrunner_s:8.3f} s  ratio {self.ratio:.3f}"
-            "  (DataFrame time / SparkRunner time; higher is better)",
-            f"  SparkRunner, Python windows  : {self.sparkrunner_python_windows_s:8.3f} s  "
-            f"(Spark's windows {self.lowering_speedup:.2f}x faster)",
+            *comparison_lines("windows", self.dataframe_s, self.sparkrunner_s, self.sparkrunner_python_windows_s,
+                              ratio=self.ratio, speedup=self.lowering_speedup),
             f"  results equal: {self.results_equal}",
         ]
         return "\n".join(lines + self.extra_lines())
@@ -100,37 +97,26 @@ def run(events: int = DEFAULT_EVENTS, size_ms: int = 1000, repeat: int = 3, mast
         warmups: int = 1) -> SparkWindowsReport:
     """Measure on ``master`` (the embedded session is started there, and the caller's session
     restored afterwards)."""
-    from ..spark import SparkRunner, datasets, session
-    from ..spark._session import sessions_restored
+    from ..spark import SparkRunner
 
-    load_before = load_average()
-    with sessions_restored():
-        spark = session(master, fast_start=False)  # heavy work: the JVM's optimising compiler
-        path = datasets.events_path(events, KEYS, interval_ms=1, session=spark)
+    def jobs(spark: Any, path: str) -> tuple[dict[str, Callable[[], Any]], Callable[[], bool]]:
         job = sparkrunner_pipeline(path, size_ms)
-        fns: dict[str, Callable[[], dict[tuple[int, str], int]]] = {
+        return ({
             "dataframe": partial(dataframe_windows, spark, path, size_ms),
             "sparkrunner": partial(_windows, SparkRunner(spark), job),
-            "sparkrunner_python_windows": partial(_windows, SparkRunner(spark, spark_aggregation=False), job),
-        }
-        for _ in range(warmups):
-            for fn in fns.values():
-                fn()
-        timings = interleaved(fns, repeat)
-        lowered = "Spark window aggregation" in SparkRunner(spark).explain(job, physical=False)
-    seconds = {name: t.wall_s for name, t in timings.items()}
-    results = [t.result for t in timings.values()]
-    reference = results[0]
+            "sparkrunner_python": partial(_windows, SparkRunner(spark, spark_aggregation=False), job),
+        }, lambda: "Spark window aggregation" in SparkRunner(spark).explain(job, physical=False))
+
+    times = measure(master, events, KEYS, repeat, warmups, "windows_lowered", jobs)
     return SparkWindowsReport(
         events=events,
-        windows=len(reference),
+        windows=len(times.reference),
         size_ms=size_ms,
-        sparkrunner_s=seconds["sparkrunner"],
-        dataframe_s=seconds["dataframe"],
-        sparkrunner_python_windows_s=seconds["sparkrunner_python_windows"],
-        ratio=seconds["dataframe"] / seconds["sparkrunner"],
-        lowering_speedup=seconds["sparkrunner_python_windows"] / seconds["sparkrunner"],
-        results_equal=all(r == reference for r in results),
-        extra={"master": master, "repeat": repeat, "events_path": path, "windows_lowered": lowered,
-               "cpus": os.cpu_count(), "load_average_before": load_before, "load_average_after": load_average()},
+        sparkrunner_s=times.seconds["sparkrunner"],
+        dataframe_s=times.seconds["dataframe"],
+        sparkrunner_python_windows_s=times.seconds["sparkrunner_python"],
+        ratio=times.ratio,
+        lowering_speedup=times.lowering_speedup,
+        results_equal=times.results_equal,
+        extra=times.extra,
     )
