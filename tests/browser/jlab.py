@@ -214,12 +214,28 @@ def require_notebook7() -> None:
 #: Whether the page holds a loaded JupyterLab (``expose_app_in_browser``).
 LAB_LOADED = "() => !!(window.jupyterapp && window.jupyterapp.shell && window.jupyterapp.shell.widgets)"
 
-#: The notebook ``path`` is the current document and its kernel is idle.
+#: The notebook ``path`` is open (made the current document if it is not) and its kernel is idle.
+#: (Found by its path, not as ``currentWidget``: that follows the focus, which a loaded machine
+#: may move later than the document opens.)
 NOTEBOOK_READY = """(path) => {
-    const w = window.jupyterapp.shell.currentWidget;
-    const kernel = w && w.context && w.context.path === path && w.sessionContext && w.sessionContext.session
-        && w.sessionContext.session.kernel;
+    const shell = window.jupyterapp.shell;
+    const w = [...shell.widgets('main')].find((w) => w.context && w.context.path === path);
+    if (!w) return false;
+    if (shell.currentWidget !== w) shell.activateById(w.id);
+    const kernel = w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
     return !!kernel && kernel.status === 'idle';
+}"""
+
+#: What the page shows instead of a ready notebook: its documents, their kernels, open dialogs.
+LAB_STATE = """() => {
+    const shell = window.jupyterapp.shell;
+    const docs = [...shell.widgets('main')].filter((w) => w.context).map((w) => {
+        const s = w.sessionContext;
+        const k = s && s.session && s.session.kernel;
+        return w.context.path + ' kernel=' + (k ? k.status : 'none') + (shell.currentWidget === w ? ' (current)' : '');
+    });
+    const dialogs = [...document.querySelectorAll('.jp-Dialog')].map((d) => d.textContent.slice(0, 200));
+    return {documents: docs, dialogs: dialogs, current: shell.currentWidget ? shell.currentWidget.id : null};
 }"""
 
 #: Close every document (unsaved changes dropped: each test writes its notebooks afresh) and
@@ -258,8 +274,12 @@ def open_notebook(page: Any, lab: Lab, name: str, ui: str = "lab") -> None:
         require_notebook7()
     if ui == "lab" and lab_loaded(page, lab):
         page.evaluate("(path) => { window.jupyterapp.commands.execute('docmanager:open', {path}); }", name)
-        page.wait_for_function(NOTEBOOK_READY, arg=name, timeout=60_000)
-        page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+        try:
+            page.wait_for_function(NOTEBOOK_READY, arg=name, timeout=60_000)
+            page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+        except Exception as e:
+            pytest.fail(f"{name} did not open with an idle kernel in the loaded JupyterLab: "
+                        f"{page.evaluate(LAB_STATE)} ({type(e).__name__})", pytrace=False)
         return
     page.goto(lab.notebook_url(name, ui))
     if ui == "notebook":
