@@ -31,7 +31,7 @@ from .config import (
     GeneratorConfig,
     NexmarkConfig,
 )
-from .java_random import JavaRandom, java_div, java_rem, java_round
+from .java_random import ADDEND, MASK_48, MULTIPLIER, JavaRandom, java_div, java_rem, java_round
 from .model import Auction, Bid, Event, Person
 
 US_STATES = ("AZ", "CA", "ID", "OR", "WA", "WY")
@@ -110,23 +110,31 @@ def next_string(random: JavaRandom, max_length: int) -> str:
     return "".join(chars).strip(" ")
 
 
+#: base-26 digit triples as characters, least significant first: ``'a' + d`` for a draw that is
+#: not negative, ``'a' - d`` (Java's remainder of a negative draw) for one that is
+_TRIPLES = [(a, b, c) for c in range(26) for b in range(26) for a in range(26)]
+_UP3 = ["".join(chr(_A + d) for d in t) for t in _TRIPLES]
+_DOWN3 = ["".join(chr(_A - d) for d in t) for t in _TRIPLES]
+_26_3 = 26 ** 3
+
+
 def next_exact_string(random: JavaRandom, length: int) -> str:
     """``length`` characters, six from each ``nextInt()``: ``'a' + rnd % 26`` with Java's
-    remainder, so a negative draw gives characters below 'a' (H..`)."""
-    chars = []
-    rnd = n = 0
-    for _ in range(length):
-        if n == 0:
-            rnd = random.next_int()
-            n = 6
-        if rnd >= 0:
-            rnd, rem = divmod(rnd, 26)
+    remainder, ``rnd /= 26`` after each, so a negative draw gives characters below 'a' (H..`).
+    The six are the draw's six lowest base-26 digits (26**6 < 2**31), three per table lookup;
+    the draws are `JavaRandom.next_int`'s, inlined."""
+    seed = random.seed
+    parts = []
+    for _ in range(-(-length // 6)):
+        seed = (seed * MULTIPLIER + ADDEND) & MASK_48
+        rnd = seed >> 16  # next(32), read as unsigned
+        if rnd < 0x80000000:
+            parts.append(_UP3[rnd % _26_3] + _UP3[rnd // _26_3 % _26_3])
         else:
-            q, r = divmod(-rnd, 26)
-            rnd, rem = -q, -r
-        chars.append(chr(_A + rem))
-        n -= 1
-    return "".join(chars)
+            rnd = (1 << 32) - rnd  # minus the signed draw
+            parts.append(_DOWN3[rnd % _26_3] + _DOWN3[rnd // _26_3 % _26_3])
+    random.seed = seed
+    return "".join(parts)[:length]
 
 
 def next_extra(random: JavaRandom, current_size: int, desired_average_size: int) -> str:

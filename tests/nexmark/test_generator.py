@@ -70,6 +70,36 @@ def test_the_extra_padding_has_characters_below_a():
     assert sum(n for c, n in chars.items() if c < "a") > 0
 
 
+def _exact_string_as_java_writes_it(random: JavaRandom, length: int) -> str:
+    """Beam's ``nextExactString`` loop as Java runs it, one character at a time: ``'a' + rnd % 26``
+    with Java's remainder (the sign of the dividend), ``rnd /= 26`` truncating toward zero, a new
+    ``nextInt()`` every six characters."""
+    out, rnd, n = [], 0, 0
+    for _ in range(length):
+        if n == 0:
+            rnd, n = random.next_int(), 6
+        rem = abs(rnd) % 26 * (1 if rnd >= 0 else -1)
+        out.append(chr(ord("a") + rem))
+        rnd = -(-rnd // 26) if rnd < 0 else rnd // 26  # Java's division truncates toward zero
+        n -= 1
+    return "".join(out)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 2 ** 31 - 1, 123456789])
+def test_the_exact_string_is_javas_character_by_character_loop(seed):
+    """`next_exact_string` takes each draw's six characters at once (table lookups): the same
+    characters as the loop, for lengths that end mid-draw, and draws of either sign."""
+    ours, java = JavaRandom(seed), JavaRandom(seed)
+    signs = set()
+    for length in [0, 1, 5, 6, 7, 12, 13, 59, 60, 61, 167, *range(300)]:
+        probe = JavaRandom(0)
+        probe.seed = java.seed
+        signs |= {probe.next_int() < 0}
+        assert g.next_exact_string(ours, length) == _exact_string_as_java_writes_it(java, length), length
+        assert ours.seed == java.seed  # the same number of draws
+    assert signs == {True, False}
+
+
 def test_proportions_ids_and_single_timeline():
     config = NexmarkConfig(num_events=10_000, num_event_generators=1)
     evs = g.events(config)
