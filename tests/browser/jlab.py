@@ -384,10 +384,12 @@ def new_cell(page: Any) -> int:
 
 
 def run_new_cell(page: Any, code: str, timeout_ms: int = 30_000) -> str:
-    """Type ``code`` (one line) into a new cell below the last, run it, return its output text."""
+    """Enter ``code`` (one line) into a new cell below the last, run it, return its output text.
+    The code goes in as one text input, as a paste does, not key by key: a key per character
+    costs the page a render each (15 s for a line of 80 while a live timeline redraws)."""
     cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
     n = new_cell(page)
-    page.keyboard.type(code)
+    page.keyboard.insert_text(code)
     page.keyboard.press("Shift+Enter")
     page.wait_for_function(
         """(i) => {
