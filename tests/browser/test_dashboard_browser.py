@@ -162,6 +162,7 @@ def test_live_dashboard_counters_queues_cpu_idle_and_cancel(lab, page):
     screenshot(dash, "dashboard-cancelled.png")
 
 
+@pytest.mark.notebook7
 def test_dashboard_in_notebook7(lab, page):
     """The same widget in the Notebook 7 front end (served by the same server at /notebooks/)."""
     dash = start_live_dashboard(page, lab, "notebook7.ipynb", ui="notebook")

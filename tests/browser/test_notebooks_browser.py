@@ -15,7 +15,7 @@ import psutil
 import pytest
 from notebook_lessons import MUST_DISPLAY, RUN_IN_THE_BROWSER
 
-from .jlab import KERNEL_IDLE, displayed, run_all, screenshot, start_lab
+from .jlab import KERNEL_IDLE, displayed, open_notebook, run_all, screenshot, start_lab
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 #: the notebooks run top to bottom here (the headless test runs the others)
@@ -24,10 +24,12 @@ DASH = ".jp-NotebookPanel .jetbench-dashboard"
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """``jetbench lab`` serving its working copy (running the notebooks must not touch the checkout)."""
+def lab(tmp_path_factory, pages):
+    """``jetbench lab`` serving its working copy (running the notebooks must not touch the checkout);
+    its page goes with it (the other modules' JupyterLab stays loaded in theirs meanwhile)."""
     server = start_lab(tmp_path_factory.mktemp("lab"), lab_copy=True)
     yield server
+    pages.drop(server.url)
     server.stop()
 
 
@@ -97,8 +99,7 @@ def test_lab_opens_01_and_it_runs_top_to_bottom(page, lab):
 
 @pytest.mark.timeout(300)
 def test_02_shows_the_job_live_on_the_dashboard(page, lab):
-    page.goto(lab.notebook_url(SHOWN[1]))
-    page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+    open_notebook(page, lab, SHOWN[1])  # in the JupyterLab the test above loaded
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     dash = page.locator(DASH).first
     # the job runs 1.5 s: on a loaded machine the view can first show up after it ended (that a
@@ -122,8 +123,7 @@ def test_02_shows_the_job_live_on_the_dashboard(page, lab):
 def test_08_shows_its_picture_of_the_dashboard(page, lab):
     """Notebook 08's markdown shows a screenshot of the dashboard; in the working copy it must load
     (a path into the checkout's docs/ was a broken image there)."""
-    page.goto(lab.notebook_url("08-fault-tolerance.ipynb"))
-    page.locator(KERNEL_IDLE).wait_for(timeout=60_000)
+    open_notebook(page, lab, "08-fault-tolerance.ipynb")
     image = page.locator('.jp-NotebookPanel .jp-MarkdownOutput img[alt^="the dashboard with barrier"]')
     image.scroll_into_view_if_needed()
     page.wait_for_function("(img) => img.complete", arg=image.element_handle(), timeout=30_000)
