@@ -307,11 +307,12 @@ def test_delete_undo_redo_view_edge_panel_and_layout(lab, page):
     builder = page.locator(B)
     page.wait_for_selector(node("sink"))
     wait_js(page, f"() => document.querySelectorAll('{B} .react-flow__edge').length === 3")
-    edges = kernel(page, "[e['id'] for e in chain.model.edges]")
+    # (one cell asks the kernel both: a cell is a round trip)
+    edges, before = kernel(page, "[e['id'] for e in chain.model.edges], "
+                                 "{v['name']: (v['x'], v['y']) for v in chain.model.vertices}")
     assert len(edges) == 3
 
     # auto-layout (ELK, layered, left to right): the kernel gets the positions, one undo step
-    before = kernel(page, "{v['name']: (v['x'], v['y']) for v in chain.model.vertices}")
     assert not before["src"][0] < before["inc"][0] < before["dbl"][0] < before["sink"][0]
     page.locator(f"{B} button.jbb-layout").click()
     page.locator(f"{B} button.jbb-undo:not([disabled])").wait_for()
@@ -369,10 +370,10 @@ def test_delete_undo_redo_view_edge_panel_and_layout(lab, page):
     pr.press("Enter")
     page.wait_for_selector(f'{B} .jbb-edge-label[data-routing="partitioned"][data-source="inc"][data-target="dbl"]')
     wait_js(page, "(sel) => document.querySelector(sel)?.defaultValue === '2'", f'{B} .jbb-panel input[data-field="priority"]')
-    edge = kernel(page, f"{{k: v for k, v in chain.model.edge('{mid}').items() if k in ('routing', 'key', 'queue_size', 'priority')}}")
+    edge, real = kernel(page, f"{{k: v for k, v in chain.model.edge('{mid}').items() if k in ('routing', 'key', 'queue_size', 'priority')}}, "
+                              "[(e.routing.value, e.edge_queue_size, e.edge_priority, e.key_fn(9)) "
+                              "for e in chain.dag.edges if e.source.name == 'inc']")
     assert edge == {"routing": "partitioned", "key": "x % 4", "queue_size": 64, "priority": 2}, edge
-    real = kernel(page, "[(e.routing.value, e.edge_queue_size, e.edge_priority, e.key_fn(9)) "
-                        "for e in chain.dag.edges if e.source.name == 'inc']")
     assert real == [("partitioned", 64, 2, 1)], real
     panel.locator('select[data-field="routing"]').select_option("broadcast")
     page.wait_for_selector(f'{B} .jbb-edge-label[data-routing="broadcast"][data-source="inc"]')
