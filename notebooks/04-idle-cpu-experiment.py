@@ -322,10 +322,11 @@ assert slow_b["parks after productive rounds"] == 0, rounds  # Jet's backoff nev
 # ## 6. Against a Spark-backed dataset (optional)
 #
 # The same live tuning, with the events coming from a dataset that Spark generated (and
-# cached as parquet): the source loads it before the job starts, then replays it at 1000
-# items/s with creation timestamps. This section needs `jetbench.spark` (pyspark and a Java
-# runtime); starting Spark takes ten seconds or so. Without them, or with
-# `USE_SPARK = False`, it is skipped and says so.
+# cached as parquet): the source loads Spark's files before the job starts, then replays them
+# at 1000 items/s with creation timestamps. This section needs `jetbench.spark` (pyspark and a
+# Java runtime); the first run starts Spark to make the dataset (ten seconds or so), later runs
+# read the cached files without it. Without them, or with `USE_SPARK = False`, it is skipped
+# and says so.
 
 # %%
 spark_ready = (USE_SPARK and importlib.util.find_spec("jetbench.spark") is not None
@@ -337,8 +338,9 @@ else:
     from jetbench.experiments.spark_source import spark_replay_source
 
     replay = spark_replay_source(low, WARMUP + 4 * LIVE_SECONDS)  # loaded now, Spark's work done
-    # the replay is in memory: stop Spark, and its JVM too (stopping only the session would leave
-    # the JVM running, ~400 MB and its threads), so that it does not disturb the measurement
+    # the replay is in memory: if making the dataset started Spark, stop it and its JVM too
+    # (stopping only the session would leave the JVM running, ~400 MB and its threads), so that
+    # it does not disturb the measurement
     spark.stop(jvm=True)
     spark_live = tune_live(replay, lambda s: s.set_idle(min_idle_us=1000),
                            names=("25 µs floor", "1000 µs floor"), min_idle_us=25, max_idle_us=1000)

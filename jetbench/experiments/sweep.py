@@ -145,7 +145,8 @@ def idle_sweep(
     if source == "spark":
         from .spark_source import prepare_spark_dataset
 
-        prepare_spark_dataset(max(rates) * (seconds + warmup))  # load outside every timed window
+        for rate in rates:  # made by Spark here, outside every point: the points only read it
+            prepare_spark_dataset(rate * (seconds + warmup))
     rows = []
     bar = None
     if progress:

@@ -34,8 +34,9 @@ def dataset_dir() -> Path:
     return cache_dir() / "datasets"
 
 
-def _materialize(name: str, params: dict[str, Any], build: Callable[[Any], Any], spark: Any) -> str:
-    """The path of the dataset, generated and written first if it is not there yet."""
+def _materialize(name: str, params: dict[str, Any], build: Callable[[Any], Any], session: Any) -> str:
+    """The path of the dataset, generated and written first if it is not there yet (only then
+    is a Spark session needed: ``session``, or the embedded one, started here)."""
     tag = "-".join(f"{k}{v}" for k, v in params.items())
     path = dataset_dir() / f"{name}-{tag}-v{VERSION}.parquet"
     if (path / "_SUCCESS").exists():
@@ -43,7 +44,7 @@ def _materialize(name: str, params: dict[str, Any], build: Callable[[Any], Any],
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        build(spark).write.mode("overwrite").parquet(str(tmp))
+        build(_spark(session)).write.mode("overwrite").parquet(str(tmp))
         if path.exists():  # a partial directory (no _SUCCESS) from an interrupted run
             shutil.rmtree(path, ignore_errors=True)
         try:
@@ -79,7 +80,6 @@ def events_path(n: int = 100_000, keys: int = 16, seed: int = 0, interval_ms: in
     _check_count("events: keys", keys, 1)
     _check_count("events: interval_ms", interval_ms, 0)
     _check_count("events: disorder_ms", disorder_ms, 0)
-    spark = _spark(session)
 
     def build(spark: Any) -> Any:
         from pyspark.sql import functions as F
@@ -96,7 +96,7 @@ def events_path(n: int = 100_000, keys: int = 16, seed: int = 0, interval_ms: in
         )
 
     params = {"n": n, "keys": keys, "seed": seed, "interval": interval_ms, "disorder": disorder_ms}
-    return _materialize("events", params, build, spark)
+    return _materialize("events", params, build, session)
 
 
 def events(n: int = 100_000, keys: int = 16, seed: int = 0, interval_ms: int = 1, disorder_ms: int = 0,
@@ -163,7 +163,6 @@ def corpus_path(lines: int = 200_000, vocabulary_size: int = 20_000, seed: int =
     """Where `corpus` with these parameters is stored (generated first if needed)."""
     _check_count("corpus: lines", lines, 0)
     _check_count("corpus: vocabulary_size", vocabulary_size, 1)
-    spark = _spark(session)
 
     def build(spark: Any) -> Any:
         parts = partitions or max(4, min(64, -(-lines // 100_000)))
@@ -171,7 +170,7 @@ def corpus_path(lines: int = 200_000, vocabulary_size: int = 20_000, seed: int =
         return ids.mapInArrow(_corpus_lines(vocabulary_size, seed, zipf_s), "id long, line string")
 
     params = {"lines": lines, "vocab": vocabulary_size, "seed": seed, "zipf": zipf_s}
-    return _materialize("corpus", params, build, spark)
+    return _materialize("corpus", params, build, session)
 
 
 def corpus(lines: int = 200_000, vocabulary_size: int = 20_000, seed: int = 42, zipf_s: float = 1.1,
