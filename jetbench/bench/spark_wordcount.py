@@ -13,7 +13,9 @@ with pyarrow inside the Spark tasks); the PySpark job reads it as
 ``spark.read.parquet(path).rdd``, as hand-written RDD code does; the DataFrame job is what a
 PySpark user writes first: ``explode(split(lower(line), "(?U)\\W+"))``, drop the empty words,
 ``groupBy("word").count()`` (``(?U)``: Java's ``\\W`` is ASCII unless asked, Python's is
-Unicode). The report also gives the SparkRunner time through the DataFrame path
+Unicode), with Spark's adaptive execution on, as in a PySpark user's session (the embedded
+session turns it off for the SparkRunner's plans; ``dataframe_adaptive_off_s`` times the
+DataFrame job without it too). The report also gives the SparkRunner time through the DataFrame path
 (``parquet(..., engine="spark")``) as ``sparkrunner_dataframe_source_s``, and with the
 aggregation kept in Python (``SparkRunner(spark_aggregation=False)``, the A of Spark's own
 aggregation's A/B) as ``sparkrunner_python_aggregation_s``.
@@ -66,6 +68,19 @@ def dataframe_wordcount(spark: Any, path: str) -> dict[str, int]:
     return dict(counts.collect())
 
 
+def with_adaptive(spark: Any, adaptive: bool, job: Callable[[], dict[str, int]]) -> dict[str, int]:
+    """``job()`` with Spark SQL's adaptive execution on or off (a runtime setting), then the
+    session's own setting again. The baseline runs as a PySpark user's session runs it, with
+    Spark's default (on); the embedded session turns it off for the SparkRunner's plans."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "true" if adaptive else "false")
+    try:
+        return job()
+    finally:
+        spark.conf.set(key, before)
+
+
 def pyspark_wordcount(spark: Any, path: str) -> dict[str, int]:
     """The same job as hand-written PySpark RDD code (``reduceByKey`` combines before the shuffle)."""
     rdd = spark.read.parquet(path).rdd
@@ -90,7 +105,8 @@ class SparkWordcountReport(ReportFormat):
     def to_text(self) -> str:
         lines = [
             f"spark-wordcount: {self.lines:,} lines, {self.words:,} words ({self.distinct_words:,} distinct)",
-            f"  DataFrame job (baseline): {self.dataframe_s:8.3f} s  ({self.extra['master']})",
+            f"  DataFrame job (baseline): {self.dataframe_s:8.3f} s  ({self.extra['master']}, Spark's adaptive execution;"
+            f" off: {self.extra['dataframe_adaptive_off_s']:.3f} s)",
             f"  SparkRunner             : {self.sparkrunner_s:8.3f} s  ratio {self.ratio:.3f}"
             "  (DataFrame time / SparkRunner time; higher is better)",
             f"  RDD code                : {self.rdd_s:8.3f} s  ratio {self.rdd_ratio:.3f}",
@@ -132,11 +148,13 @@ def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = 
             via_dataframe = sparkrunner_pipeline(path, engine="spark")
             partitions[master] = spark.read.parquet(path).rdd.getNumPartitions()
             fns: dict[str, Callable[[], dict[str, int]]] = {
-                "dataframe": partial(dataframe_wordcount, spark, path),
+                "dataframe": partial(with_adaptive, spark, True, partial(dataframe_wordcount, spark, path)),
                 "sparkrunner": partial(_counts, runner, job),
                 "rdd": partial(pyspark_wordcount, spark, path),
             }
             if master == masters[-1]:
+                fns["dataframe_adaptive_off"] = partial(with_adaptive, spark, False,
+                                                        partial(dataframe_wordcount, spark, path))
                 fns["sparkrunner_dataframe_source"] = partial(_counts, runner, via_dataframe)
                 fns["sparkrunner_python_aggregation"] = partial(_counts, SparkRunner(spark, spark_aggregation=False), job)
             for fn in fns.values():  # warm-up: start the Python workers, compile the query shapes
@@ -159,6 +177,7 @@ def run(lines: int = DEFAULT_LINES, repeat: int = 3, masters: tuple[str, ...] = 
     extra["rdd_scaling"] = seconds[narrowest]["rdd"] / seconds[widest]["rdd"]
     extra["sparkrunner_dataframe_source_s"] = seconds[widest]["sparkrunner_dataframe_source"]
     extra["sparkrunner_python_aggregation_s"] = seconds[widest]["sparkrunner_python_aggregation"]
+    extra["dataframe_adaptive_off_s"] = seconds[widest]["dataframe_adaptive_off"]
     return SparkWordcountReport(
         lines=lines,
         words=sum(reference.values()),

@@ -26,6 +26,21 @@ def test_every_row_counts_the_same_words(runner, spark):
     assert dataframe_wordcount(spark, path) == expected
 
 
+def test_the_baseline_runs_with_sparks_adaptive_execution_and_the_session_keeps_its_own(spark):
+    """The DataFrame baseline runs as in a PySpark user's session (adaptive execution on, Spark's
+    default); the embedded session's own setting (off, for the SparkRunner's plans) comes back,
+    also when the job raises."""
+    from jetbench.bench.spark_wordcount import with_adaptive
+
+    key = "spark.sql.adaptive.enabled"
+    assert spark.conf.get(key) == "false"
+    assert with_adaptive(spark, True, lambda: {"seen": spark.conf.get(key) == "true"}) == {"seen": True}
+    assert spark.conf.get(key) == "false"
+    with pytest.raises(ZeroDivisionError):
+        with_adaptive(spark, True, lambda: {"x": 1 // 0})
+    assert spark.conf.get(key) == "false"
+
+
 def test_the_dataframe_job_splits_as_the_python_tokenizer_does(spark, tmp_path):
     """Java's \\W is ASCII unless (?U) asks for Unicode: words with accents, digits, underscores."""
     lines = ["Ça va, déjà-vu! ÉTÉ été", "snake_case x2 ...  ", "", "Straße STRASSE"]
@@ -54,7 +69,7 @@ def test_bench_command_prints_json(spark, monkeypatch, capsys):
     for key in ("sparkrunner_s", "dataframe_s", "rdd_s", "ratio", "rdd_ratio", "scaling",
                 "sparkrunner_dataframe_source_s"):
         assert report[key] > 0
-    assert report["sparkrunner_python_aggregation_s"] > 0
+    assert report["sparkrunner_python_aggregation_s"] > 0 and report["dataframe_adaptive_off_s"] > 0
     assert report["ratio"] == pytest.approx(report["dataframe_s"] / report["sparkrunner_s"])
     assert report["rdd_ratio"] == pytest.approx(report["rdd_s"] / report["sparkrunner_s"])
     assert report["words"] > 10_000
