@@ -55,6 +55,20 @@ def interleaved(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, Tim
     return {name: sorted(ts, key=lambda t: t.wall_s)[len(ts) // 2] for name, ts in runs.items()}
 
 
+def with_adaptive(spark: Any, adaptive: bool, job: Callable[[], Any]) -> Any:
+    """``job()`` with Spark SQL's adaptive execution on or off (a runtime setting), then the
+    session's own setting again. The benchmarks' DataFrame baselines run as in a PySpark user's
+    session, with Spark's default (on); the embedded session turns it off for the SparkRunner's
+    plans."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "true" if adaptive else "false")
+    try:
+        return job()
+    finally:
+        spark.conf.set(key, before)
+
+
 def load_average() -> float | None:
     """The 1-minute load average: other work on a shared machine skews every figure (and a
     scaling figure most)."""

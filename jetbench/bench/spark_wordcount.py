@@ -36,7 +36,7 @@ from functools import partial
 from typing import Any
 
 from ..wordcount import non_empty, tokenize, wordcount_pipeline
-from .common import ReportFormat, interleaved, load_average
+from .common import ReportFormat, interleaved, load_average, with_adaptive
 
 MASTERS = ("local[1]", "local[2]")
 #: Corpus size by default: big enough that the work, not Spark's fixed cost per job (0.15-0.3 s
@@ -66,19 +66,6 @@ def dataframe_wordcount(spark: Any, path: str) -> dict[str, int]:
     words = spark.read.parquet(path).select(F.explode(F.split(F.lower("line"), r"(?U)\W+")).alias("word"))
     counts = words.where(F.col("word") != "").groupBy("word").count()
     return dict(counts.collect())
-
-
-def with_adaptive(spark: Any, adaptive: bool, job: Callable[[], dict[str, int]]) -> dict[str, int]:
-    """``job()`` with Spark SQL's adaptive execution on or off (a runtime setting), then the
-    session's own setting again. The baseline runs as a PySpark user's session runs it, with
-    Spark's default (on); the embedded session turns it off for the SparkRunner's plans."""
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "true" if adaptive else "false")
-    try:
-        return job()
-    finally:
-        spark.conf.set(key, before)
 
 
 def pyspark_wordcount(spark: Any, path: str) -> dict[str, int]:

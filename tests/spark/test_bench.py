@@ -30,7 +30,7 @@ def test_the_baseline_runs_with_sparks_adaptive_execution_and_the_session_keeps_
     """The DataFrame baseline runs as in a PySpark user's session (adaptive execution on, Spark's
     default); the embedded session's own setting (off, for the SparkRunner's plans) comes back,
     also when the job raises."""
-    from jetbench.bench.spark_wordcount import with_adaptive
+    from jetbench.bench.common import with_adaptive
 
     key = "spark.sql.adaptive.enabled"
     assert spark.conf.get(key) == "false"
