@@ -61,10 +61,12 @@ class ChunkDecoder(ArrowDecoder):
 class ItemsFrameSource(DataFrameSource):
     """A DataFrame source whose rows are pickled chunks of items (`ChunkDecoder`)."""
 
-    def __init__(self, df: Any, timestamped: bool):
+    def __init__(self, df: Any, timestamped: bool, item_count: int | None = None):
         super().__init__(df)
         self.decoder = ChunkDecoder()
         self._timestamped = timestamped
+        #: how many items the frame holds (the SparkRunner keeps a small job's windows in Python)
+        self.item_count = item_count
 
     @property
     def timestamped(self) -> bool:
@@ -90,7 +92,7 @@ class ItemsFrame:
 
     def source(self, name: str = "spark-items", local_parallelism: int | None = None) -> Source:
         """A pipeline source over the items (a new one per call; all read the same cache)."""
-        return Source(name, ItemsFrameSource(self.df, self.timestamped), local_parallelism=local_parallelism,
+        return Source(name, ItemsFrameSource(self.df, self.timestamped, self.count), local_parallelism=local_parallelism,
                       timestamped=self.timestamped, ordered=self.ordered)
 
     def release(self) -> None:

@@ -32,7 +32,9 @@ How a job becomes Spark work:
    an operation folds frames in the producer's tasks and Spark makes the windows
    (``groupBy(window(ts, size, slide), key).agg(...)``, `jetbench.spark.window_lowering`); the
    pairs whose types Spark cannot hold exactly go pickled to the same combining vertex, so the
-   result is the Python path's (``spark_aggregation=False`` turns it off). **Spark's own joins**
+   result is the Python path's (``spark_aggregation=False`` turns it off; a job whose sources are
+   known to hold fewer than ``spark_window_min_items`` items, 1M by default, keeps its windows in
+   Python: measured cheaper there at Nexmark's SMOKE size). **Spark's own joins**
    (``spark_joins=True``; off by default: slower than the Python join here, see
    benchmarks/README.md): a ``hash_join`` or batch ``co_group`` becomes a Spark join / ``groupBy``
    over typed key columns with the items pickled beside them, and rows whose keys Spark cannot
@@ -91,6 +93,7 @@ from .join_lowering import JoinSide
 from .lowering import ddl
 from .spark_status import SparkStatusSource
 from .stage_cut import (
+    WINDOW_MIN_ITEMS,
     SparkPlan,
     assign_partitions,
     cut,
@@ -135,6 +138,9 @@ class SparkConfig:
     False keeps every aggregation and window in Python. ``spark_joins``: let Spark run the hash
     joins and batch co-groups it can (`jetbench.spark.join_lowering`); off by default (measured
     slower than the Python join on this machine: benchmarks/README.md, ``jetbench bench spark-joins``).
+    ``spark_window_min_items``: a job whose sources are known to hold fewer items (events cached
+    with `jetbench.spark.items_frame`) keeps its batch windows in Python, measured cheaper there
+    at Nexmark's SMOKE size (`stage_cut.WINDOW_MIN_ITEMS`); 0 lowers them whatever the size.
     """
 
     session: Any = None
@@ -142,6 +148,7 @@ class SparkConfig:
     execution: Mapping[str, Any] = field(default_factory=dict)
     spark_aggregation: bool = True
     spark_joins: bool = False
+    spark_window_min_items: int = WINDOW_MIN_ITEMS
 
     def __post_init__(self) -> None:
         partitions = self.partitions
@@ -158,11 +165,15 @@ class SparkConfig:
             raise JetbenchError(f"SparkRunner: spark_aggregation must be True or False, got {self.spark_aggregation!r}")
         if not isinstance(self.spark_joins, bool):
             raise JetbenchError(f"SparkRunner: spark_joins must be True or False, got {self.spark_joins!r}")
+        n = self.spark_window_min_items
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise JetbenchError(f"SparkRunner: spark_window_min_items must be an int >= 0, got {n!r}")
 
     @staticmethod
     def keywords() -> tuple[str, ...]:
         """Every keyword `from_options` (and `SparkRunner`) takes."""
-        return ("session", "partitions", *_execution_keywords(), "spark_aggregation", "spark_joins")
+        return ("session", "partitions", *_execution_keywords(), "spark_aggregation", "spark_joins",
+                "spark_window_min_items")
 
     @classmethod
     def from_options(cls, **options: Any) -> SparkConfig:
@@ -176,21 +187,24 @@ class SparkConfig:
         partitions = options.pop("partitions", None)
         spark_aggregation = options.pop("spark_aggregation", True)
         spark_joins = options.pop("spark_joins", False)
-        return cls(session, partitions, options, spark_aggregation, spark_joins)
+        window_min_items = options.pop("spark_window_min_items", WINDOW_MIN_ITEMS)
+        return cls(session, partitions, options, spark_aggregation, spark_joins, window_min_items)
 
 
 class SparkRunner:
     """Runs DAGs and Pipelines on Spark (see the module doc for how).
 
-    ``SparkRunner(session=None, *, partitions=None, spark_aggregation=True, spark_joins=False, **execution)`` takes the keywords of
+    ``SparkRunner(session=None, *, partitions=None, spark_aggregation=True, spark_joins=False,
+    spark_window_min_items=WINDOW_MIN_ITEMS, **execution)`` takes the keywords of
     `SparkConfig` (an unknown one raises `jetbench.RunnerOptionError`); `from_config` takes a config,
     `from_options` the keywords alone.
     """
 
     def __init__(self, session: Any = None, *, partitions: int | None = None, spark_aggregation: bool = True,
-                 spark_joins: bool = False, **execution: Any):
+                 spark_joins: bool = False, spark_window_min_items: int = WINDOW_MIN_ITEMS, **execution: Any):
         self._init(SparkConfig.from_options(session=session, partitions=partitions,
-                                            spark_aggregation=spark_aggregation, spark_joins=spark_joins, **execution))
+                                            spark_aggregation=spark_aggregation, spark_joins=spark_joins,
+                                            spark_window_min_items=spark_window_min_items, **execution))
 
     def _init(self, config: SparkConfig) -> None:
         self.config = config
@@ -228,6 +242,8 @@ class SparkRunner:
     def __repr__(self) -> str:
         aggregation = "" if self.config.spark_aggregation else ", spark_aggregation=False"
         aggregation += ", spark_joins=True" if self.config.spark_joins else ""
+        if self.config.spark_window_min_items != WINDOW_MIN_ITEMS:
+            aggregation += f", spark_window_min_items={self.config.spark_window_min_items}"
         return f"SparkRunner(partitions={self.partitions}{aggregation}, execution={self.execution})"
 
     # -- planning ----------------------------------------------------------------------------------
@@ -240,7 +256,7 @@ class SparkRunner:
         plan = cut(job_to_dag(job, fuse), self.config.execution["cooperative_threads"], self.config.spark_joins)
         default_partitions = self.partitions or self.session.sparkContext.defaultParallelism
         plan = assign_partitions(plan, default_partitions, source_partitions(plan, default_partitions))
-        return lower_aggregations(plan, self.config.spark_aggregation)
+        return lower_aggregations(plan, self.config.spark_aggregation, self.config.spark_window_min_items)
 
     def explain(self, job: Any, fuse: bool | None = None, physical: bool = True) -> str:
         """Which stages run in Python (and why), which in Spark, how Spark moves the data

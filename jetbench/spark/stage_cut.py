@@ -48,6 +48,7 @@ __all__ = [
     "ARROW_SOURCES",
     "CUT_ROUTINGS",
     "DIRECT_ROUTINGS",
+    "WINDOW_MIN_ITEMS",
     "SparkPlan",
     "StageInfo",
     "assign_partitions",
@@ -55,6 +56,7 @@ __all__ = [
     "is_stage1_accumulator",
     "is_unbounded",
     "job_to_dag",
+    "known_items",
     "lower_aggregations",
     "source_partitions",
 ]
@@ -403,13 +405,36 @@ def cut(dag: DAG, threads: int, spark_joins: bool | None = None) -> SparkPlan:
     return plan
 
 
-def lower_aggregations(plan: SparkPlan, enabled: bool = True) -> SparkPlan:
+#: A job whose sources say they hold fewer items than this keeps its batch windows in Python
+#: (`lower_aggregations`): a lowered window adds a Spark aggregation, its shuffle and a Python
+#: stage, about a CPU-second of fixed cost here, which pickling the events to the Python window
+#: costs less than at Nexmark's SMOKE size (100,000 events) and about as much at 1M
+#: (benchmarks/README.md, the Nexmark/Spark and spark-windows sections).
+WINDOW_MIN_ITEMS = 1_000_000
+
+
+def known_items(plan: SparkPlan) -> int | None:
+    """How many items the job's sources hold, when every source vertex is a Spark source that
+    says so (``item_count``, as `jetbench.spark.items_frame` sources do); None otherwise."""
+    total = 0
+    for v in plan.dag.vertices:
+        if plan.dag.inbound_edges(v):
+            continue
+        count = getattr(plan.arrow_sources.get(v.name), "item_count", None)
+        if not isinstance(count, int):
+            return None
+        total += count
+    return total
+
+
+def lower_aggregations(plan: SparkPlan, enabled: bool = True, window_min_items: int = 0) -> SparkPlan:
     """Mark the cut edges of ``plan`` whose aggregation Spark runs (`jetbench.spark.lowering`),
     in place; returns ``plan``. Such an edge goes from a stage-1 accumulator
     (`is_stage1_accumulator`) to a combining vertex, partitioned by key (keyed) or all-to-one
     (global: ``stage.aggregate(op)``), into a stage fed by a shuffle, and its operation has a typed
     form (`lowering.lower`). Every other combining vertex is noted in ``plan.python_aggregations``
-    with the reason."""
+    with the reason. Batch windows are lowered too, unless the job's sources are known to hold
+    fewer than ``window_min_items`` items (`known_items`; the runner passes `WINDOW_MIN_ITEMS`)."""
     for v in plan.dag.vertices:
         if not made_by(v.supplier, CombineByKeyP):
             continue
@@ -422,18 +447,22 @@ def lower_aggregations(plan: SparkPlan, enabled: bool = True) -> SparkPlan:
             form = lower(_params(e.source)["op"])
             assert not isinstance(form, str)  # _why_python checked it
             plan.typed[plan.channel(e)] = TypedAggregation(plan.channel(e), form, keyed)
+    items = known_items(plan) if window_min_items else None
+    small = items is not None and items < window_min_items
     for v in plan.dag.vertices:
         if isinstance(v.supplier, WindowAggregate):
-            _lower_window(plan, v, enabled)
+            _lower_window(plan, v, enabled, f"its job reads {items:,} items, fewer than {window_min_items:,} "
+                                            "(spark_window_min_items): cheaper in Python at that size" if small else None)
     return plan
 
 
-def _lower_window(plan: SparkPlan, v: Vertex, enabled: bool) -> None:
-    """Lower window vertex ``v`` (`jetbench.spark.window_lowering`), or note why it stays in Python."""
+def _lower_window(plan: SparkPlan, v: Vertex, enabled: bool, small: str | None = None) -> None:
+    """Lower window vertex ``v`` (`jetbench.spark.window_lowering`), or note why it stays in Python
+    (``small``: the reason a window Spark could make stays in Python, the job being small)."""
     spec = v.supplier
     assert isinstance(spec, WindowAggregate)
     window = spec.window_def
-    why = _why_window_python(plan, v, spec, enabled)
+    why = _why_window_python(plan, v, spec, enabled) or small
     if why is not None:
         plan.python_aggregations[v.name] = why
         return

@@ -11,6 +11,7 @@ from pyspark import cloudpickle
 import jetbench
 from jetbench import JetbenchError, Pipeline, aggregate, sinks, sources
 from jetbench.nexmark.source import from_events  # a timestamped source over an in-memory list
+from jetbench.spark import SparkRunner
 from jetbench.spark.items_frame import cached_items
 from jetbench.window import tumbling
 
@@ -66,6 +67,8 @@ def test_spark_tasks_read_the_cache_not_a_pickled_list(frame, runner):
 
 
 def test_timestamped_items_feed_event_time_windows_as_the_list_does(spark, runner):
+    """Also: the frame says how many items it holds, so a job this small keeps its window in Python
+    (spark_window_min_items); with 0 Spark makes the windows; the same windows either way."""
     pairs = [(i * 7, i % 5) for i in range(2000)]
     frame = cached_items(pairs, timestamped=True, chunk=100, session=spark)
     try:
@@ -82,6 +85,11 @@ def test_timestamped_items_feed_event_time_windows_as_the_list_does(spark, runne
         expected = jetbench.run(windowed(from_events(pairs)), progress=False)
         key = repr
         assert sorted(runner.run(windowed(source)), key=key) == sorted(expected, key=key)
+        assert "its job reads 2,000 items, fewer than 1,000,000 (spark_window_min_items)" in \
+            runner.explain(windowed(source), physical=False)
+        lowering = SparkRunner(spark, spark_window_min_items=0)
+        assert "Spark window aggregation" in lowering.explain(windowed(source), physical=False)
+        assert sorted(lowering.run(windowed(source)), key=key) == sorted(expected, key=key)
         assert sorted(jetbench.run(windowed(frame.source("events")), progress=False), key=key) == sorted(expected,
                                                                                                           key=key)
     finally:

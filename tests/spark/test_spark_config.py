@@ -34,6 +34,10 @@ def test_bad_values_fail_when_configured_not_in_a_task():
         SparkConfig(partitions=0)
     with pytest.raises(JetbenchError, match="cooperative_threads"):
         SparkRunner.from_options(cooperative_threads=0)
+    for bad in (-1, True, 1.5):
+        with pytest.raises(JetbenchError, match=f"spark_window_min_items must be an int >= 0, got {bad!r}"):
+            SparkRunner(spark_window_min_items=bad)
+    assert SparkRunner.from_options(spark_window_min_items=0).config.spark_window_min_items == 0
 
 
 def test_the_config_is_frozen():
