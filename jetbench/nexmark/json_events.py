@@ -51,8 +51,20 @@ def _checked(kind: type, values: list[Any], where: str) -> Event:
     return kind(*values)  # type: ignore[no-any-return]
 
 
+#: the common form, checked at once: an object with exactly one type's fields, in order, each of
+#: its type (bool is not int here: ``type(v) is int``) -> that type
+_EXACT: dict[tuple[str, ...], tuple[type, tuple[type, ...]]] = {
+    names: (kind, tuple(str if name in _TEXT_FIELDS else int for name in names)) for kind, names in FIELDS.items()}
+
+
 def from_dict(obj: Any, where: str = "event") -> Event:
     """The event a decoded JSON object holds (bare, or wrapped as Beam's ``Event``)."""
+    if type(obj) is dict:
+        exact = _EXACT.get(tuple(obj))
+        if exact is not None:  # what to_json writes: no wrapper, no missing field, no {"millis": ...}
+            fields = tuple(obj.values())
+            if tuple(map(type, fields)) == exact[1]:
+                return tuple.__new__(exact[0], fields)  # type: ignore[no-any-return]
     if not isinstance(obj, dict):
         raise EventFormatError(f"{where}: a Nexmark event must be a JSON object, got {type(obj).__name__}")
     wrapped = [(k, v) for k, v in obj.items() if k in _WRAPPERS and v is not None]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -19,7 +20,13 @@ import pytest
 from jetbench.nexmark import generator as g
 from jetbench.nexmark.config import BASE_TIME, NexmarkConfig
 from jetbench.nexmark.java_random import JavaRandom
-from jetbench.nexmark.json_events import from_json, read_events, write_events
+from jetbench.nexmark.json_events import (
+    EventFormatError,
+    from_json,
+    read_events,
+    to_json,
+    write_events,
+)
 from jetbench.nexmark.model import Auction, Bid, Person
 
 # The three JSON objects of the docstring, as quoted (the extras shortened there).
@@ -169,3 +176,24 @@ def test_json_lines_round_trip():
     assert write_events(evs, buf) == 300
     assert list(read_events(buf.getvalue().splitlines())) == evs
     assert all(json.loads(line) for line in buf.getvalue().splitlines())
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"auction":1,"bidder":2,"price":true,"dateTime":4,"extra":"x"}', "field 'price' of a Bid must be int, got True"),
+    ('{"auction":1,"bidder":2,"price":3.0,"dateTime":4,"extra":"x"}', "field 'price' of a Bid must be int, got 3.0"),
+    ('{"auction":1,"bidder":2,"price":3,"dateTime":4,"extra":5}', "field 'extra' of a Bid must be str, got 5"),
+    ('{"auction":1,"bidder":2,"price":3,"extra":"x"}', "Bid lacks field(s) dateTime"),
+    ('[1, 2]', "a Nexmark event must be a JSON object, got list"),
+])
+def test_a_line_that_is_not_an_event_is_named(line, message):
+    with pytest.raises(EventFormatError, match=re.escape(f"events.jsonl:7: {message}")):
+        from_json(line, "events.jsonl:7")
+
+
+def test_beams_other_forms_and_field_orders_decode_to_the_same_event():
+    bid = Bid(1, 2, 3, 4, "x")
+    assert type(from_json(to_json(bid))) is Bid and from_json(to_json(bid)) == bid
+    for line in ('{"bid":{"auction":1,"bidder":2,"price":3,"dateTime":4,"extra":"x"},"newPerson":null}',
+                 '{"auction":1,"bidder":2,"price":3,"dateTime":{"millis":4},"extra":"x"}',
+                 '{"extra":"x","dateTime":4,"price":3,"bidder":2,"auction":1}'):
+        assert from_json(line) == bid and type(from_json(line)) is Bid
