@@ -50,25 +50,36 @@ VIEWPORT = {"width": 1500, "height": 1100}
 
 
 class Pages:
-    """The pages the tests share, one per front end: JupyterLab of each server (by its URL) and
-    Notebook 7. A test that leaves JupyterLab as it found it (its documents closed, see ``page``)
-    hands the loaded app to the next, which opens its notebook in it (`jlab.open_notebook`);
-    Notebook 7 loads a page per notebook, on a page of its own, so that a Notebook 7 test between
-    two JupyterLab tests does not make the second load the whole app again (some 7 CPU-s of
-    Chromium each). A failed test's page is dropped: the next test of its kind gets a fresh one."""
+    """The pages the tests share: a browser context per server (by its URL; its HTTP cache warm
+    for every page of it) and in it a page per front end, JupyterLab and Notebook 7. A test that
+    leaves JupyterLab as it found it (its documents closed, see ``page``) hands the loaded app to
+    the next, which opens its notebook in it (`jlab.open_notebook`); Notebook 7 loads a page per
+    notebook, in a page of its own, so that a Notebook 7 test between two JupyterLab tests does
+    not make the second load the whole app again (some 7 CPU-s of Chromium each). A failed
+    test's page is dropped: the next test of its kind gets a fresh one."""
 
     def __init__(self, chromium: Any) -> None:
         self.chromium = chromium
         self.contexts: dict[str, Any] = {}
+        self.pages: dict[tuple[str, str], Any] = {}
 
-    def get(self, key: str) -> Any:
-        if key not in self.contexts:
-            self.contexts[key] = self.chromium.new_context(viewport=VIEWPORT)
-            self.contexts[key].new_page()
-        return self.contexts[key].pages[0]
+    def get(self, url: str, kind: str) -> Any:
+        if url not in self.contexts:
+            self.contexts[url] = self.chromium.new_context(viewport=VIEWPORT)
+        if (url, kind) not in self.pages:
+            self.pages[url, kind] = self.contexts[url].new_page()
+        return self.pages[url, kind]
 
-    def drop(self, key: str) -> None:
-        context = self.contexts.pop(key, None)
+    def drop_page(self, url: str, kind: str) -> None:
+        page = self.pages.pop((url, kind), None)
+        if page is not None:
+            page.close()
+
+    def drop(self, url: str) -> None:
+        """Close the server's pages and their context."""
+        for key in [key for key in self.pages if key[0] == url]:
+            del self.pages[key]
+        context = self.contexts.pop(url, None)
         if context is not None:
             context.close()
 
@@ -77,26 +88,26 @@ class Pages:
 def pages(chromium):
     pages = Pages(chromium)
     yield pages
-    for key in list(pages.contexts):
-        pages.drop(key)
+    for url in list(pages.contexts):
+        pages.drop(url)
 
 
 @pytest.fixture
 def page(pages, lab, request):
-    notebook7 = request.node.get_closest_marker("notebook7") is not None
-    key = "notebook7" if notebook7 else lab.url
-    page = pages.get(key)
+    kind = "notebook7" if request.node.get_closest_marker("notebook7") is not None else "lab"
+    page = pages.get(lab.url, kind)
+    page.bring_to_front()  # the context's other page hides it: a hidden page draws no frames
     page.set_viewport_size(VIEWPORT)
     page.set_default_timeout(30_000)
     failed = request.session.testsfailed
     yield page
     if request.session.testsfailed > failed:
-        pages.drop(key)
-    elif notebook7:
+        pages.drop_page(lab.url, kind)
+    elif kind == "notebook7":
         try:  # nothing left polling a kernel that is shut down below
             page.goto("about:blank")
         except Exception:
-            pages.drop(key)
+            pages.drop_page(lab.url, kind)
     elif not close_documents(page, lab):
-        pages.drop(key)
+        pages.drop_page(lab.url, kind)
     lab.shutdown_kernels()
