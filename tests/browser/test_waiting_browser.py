@@ -166,9 +166,20 @@ def test_cancel_and_idle_slider_act_while_a_cell_is_blocked_in_join(lab, page, u
 
 @pytest.mark.parametrize("ui", UIS)
 def test_progress_line_appears_opens_the_dashboard_and_freezes(lab, page, ui):
-    cells = [SETUP, """\
+    # the last item waits until the test has seen the job run (it released it), so that the
+    # line cannot freeze under a screenshot of the running job on a slow machine
+    release = lab.root / f"progress-{ui}.release"
+    release.unlink(missing_ok=True)
+    cells = [SETUP, f"""\
+import pathlib
+def hold(x):
+    deadline = time.monotonic() + 120
+    while x == 4_999 and not pathlib.Path({release.name!r}).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return x + 1
+
 p = Pipeline()
-p.read_from(sources.generator(1000, count=5000)).map(lambda x: x + 1).write_to(sinks.collect())
+p.read_from(sources.generator(1000, count=5000)).map(hold).write_to(sinks.collect())
 print("RESULT", len(jetbench.run(p, cooperative_threads=2)))"""]
     open_and_run_all(page, lab, f"progress-{ui}.ipynb", cells, ui)
     wait_prompt(page, 1, "\\*")
@@ -189,6 +200,7 @@ print("RESULT", len(jetbench.run(p, cooperative_threads=2)))"""]
     page.wait_for_selector(f'{DASH} tr.jb-row[data-vertex]')
     screenshot(cell(page, 1), f"{ui}-progress-dashboard.png")
 
+    release.write_text("")
     wait_prompt(page, 1, "\\d+", timeout_ms=60_000)
     page.wait_for_function(f"() => document.querySelector('{LINE}')?.dataset.final === 'true'")
     assert line.get_attribute("data-status") == "completed"
