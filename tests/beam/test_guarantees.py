@@ -25,6 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
 from apache_beam.utils.windowed_value import WindowedValue
+from child_lines import next_line_words
 
 from jetbench.beam import BeamRunnerError, JetbenchRunner
 from jetbench.beam.coding import stable_key, stable_key_of
@@ -226,17 +227,6 @@ _CHILD = textwrap.dedent("""\
 """)
 
 
-def _wait_for_line(child: subprocess.Popen[str], timeout: float) -> list[str]:
-    """The words of the child's next line of output (killing it if none comes in time)."""
-    import select
-
-    readable, _, _ = select.select([child.stdout], [], [], timeout)
-    if not readable:
-        child.kill()
-        raise AssertionError(f"the child printed nothing within {timeout} s")
-    return child.stdout.readline().split()  # type: ignore[union-attr]
-
-
 def _user_state_saved(store: SnapshotStore, after: int, pending_groups: bool) -> bool:
     """Whether the newest snapshot is newer than ``after``, holds user state of the stateful stage
     and (``pending_groups``) groups not yet emitted, so elements of the keys in that state are
@@ -277,7 +267,7 @@ def test_a_pipeline_killed_with_sigkill_resumes_in_a_new_process_to_the_failure_
         child = subprocess.Popen([sys.executable, str(script), str(store_path), str(out)], env=env, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            line = _wait_for_line(child, 120)
+            line = next_line_words(child, 120)
             if line[:1] != ["running"]:
                 child.wait(30)
                 raise AssertionError(f"run {run}: the child printed {line}; its stderr: {child.stderr.read()[-3000:]}")

@@ -541,15 +541,10 @@ _CHILD = textwrap.dedent("""
 def _started(child: subprocess.Popen[str], timeout: float) -> int | None:
     """The id of the snapshot the child's job was restored from (0: none) once it runs; None if
     it ended first."""
-    import selectors
+    # imported here: the child scripts import this module with tests/core alone on their path
+    from child_lines import next_line_words
 
-    assert child.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(child.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            child.kill()
-            raise AssertionError(f"the child printed nothing within {timeout} s")
-        line = child.stdout.readline().split()
+    line = next_line_words(child, timeout)
     return int(line[1]) if line[:1] == ["running"] else None
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from child_lines import next_line_words
 
 from jetbench.core.snapshot_store import SnapshotStore
 from jetbench.kafka.local_broker import create_topic
@@ -36,18 +37,6 @@ def _start(args: list[str]) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def _first_line(child: subprocess.Popen[str], timeout: float) -> list[str]:
-    import selectors
-
-    assert child.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(child.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            child.kill()
-            raise AssertionError(f"the child printed nothing within {timeout} s")
-        return child.stdout.readline().split()
-
-
 def run_with_kills(bootstrap, topic_name, tmp_path, guarantee: str, modes: list[str], rng: random.Random):
     topic_in, topic_out = topic_name("in"), topic_name("out")
     produce(bootstrap, topic_in, [(i % 3, 10_000 + i, f"k{i % 13}", i) for i in range(N)], partitions=3)
@@ -57,7 +46,7 @@ def run_with_kills(bootstrap, topic_name, tmp_path, guarantee: str, modes: list[
     for mode in [*modes, "none"]:
         child = _start([bootstrap, topic_in, topic_out, str(store), guarantee, mode])
         try:
-            line = _first_line(child, 60)
+            line = next_line_words(child, 60)
             restored = int(line[1]) if line[:1] == ["running"] else -1
             if mode == "random":
                 try:
