@@ -49,7 +49,7 @@ from collections import Counter
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from jetbench import ExecutionService, JobConfig, Pipeline, aggregate, sinks, sources, window
-from jetbench.kafka.local_broker import LocalBroker
+from jetbench.kafka import LocalBroker
 
 broker = LocalBroker().start()
 broker.create_topic("clicks", partitions=3)

@@ -179,3 +179,17 @@ def test_every_error_a_user_meets_is_importable_from_jetbench():
     assert not missing, missing
     assert {"JobConfig", "SnapshotStore", "ExecutionService", "SnapshotFormatError"} <= set(jb.__all__)
     assert jb.JobConfig("exactly_once").processing_guarantee == "exactly_once"
+
+
+def test_the_local_kafka_broker_is_reached_from_the_kafka_package_without_a_client():
+    """``from jetbench.kafka import LocalBroker`` (the package's docstring names it), and importing
+    the package loads no Kafka client."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom jetbench.kafka import LocalBroker, create_topic\n"
+            "from jetbench.kafka.local_broker import LocalBroker as Same\n"
+            "assert LocalBroker is Same and callable(create_topic)\n"
+            "assert 'confluent_kafka' not in sys.modules, 'a client was imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr

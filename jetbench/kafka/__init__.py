@@ -15,6 +15,7 @@ from .errors import (
     KafkaUnknownTopic,
     KafkaUnreachable,
 )
+from .local_broker import LocalBroker, create_topic
 
 __all__ = ["KafkaDeserializationError", "KafkaError", "KafkaNotInstalled", "KafkaProduceError",
-           "KafkaUnknownTopic", "KafkaUnreachable"]
+           "KafkaUnknownTopic", "KafkaUnreachable", "LocalBroker", "create_topic"]
