@@ -242,6 +242,7 @@ LAB_STATE = """() => {
 #: the side panels; true if no document and no dialog is left.
 CLOSE_ALL = """async () => {
     const app = window.jupyterapp;  // (application:close-all leaves them open a while)
+    await app.restored;  // a page just loaded may still be opening its URL's and workspace's documents
     for (const w of [...app.shell.widgets('main')]) {
         if (w.context) { w.context.model.dirty = false; w.dispose(); }
     }
