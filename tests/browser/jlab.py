@@ -409,3 +409,16 @@ def screenshot(locator: Any, name: str) -> Path:
     locator.scroll_into_view_if_needed()
     locator.screenshot(path=str(path))
     return path
+
+
+#: where the screenshots to look at go as well (``shot``)
+REVIEW_SHOTS = Path("/tmp/team/shots")
+
+
+def shot(locator: Any, name: str) -> Path:
+    """A screenshot in tests/browser/artifacts/ (`screenshot`) and a copy in /tmp/team/shots/,
+    where the screenshots to look at are gathered."""
+    path = screenshot(locator, name)
+    REVIEW_SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, REVIEW_SHOTS / name)
+    return path

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 
@@ -26,6 +24,7 @@ from .jlab import (
     run_all,
     run_new_cell,
     screenshot,
+    shot,
     write_notebook,
 )
 
@@ -635,17 +634,6 @@ def test_six_vertices_legible_refit_click_to_add_names_failures_and_snapshot(lab
 
 
 # ------------------------------------------------------------------------------ issue 30
-
-SHOTS = Path("/tmp/team/shots")
-
-
-def shot(locator, name: str) -> Path:
-    """A screenshot in tests/browser/artifacts/ and a copy in /tmp/team/shots/ (for review)."""
-    path = screenshot(locator, name)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, SHOTS / name)
-    return path
-
 
 def all_nodes_inside(page, n: int, root: str = B) -> bool:
     return page.locator(f"{root} .react-flow__node").count() == n and inside(page, f"{root} .react-flow__node", f"{root} .jbb-canvas")

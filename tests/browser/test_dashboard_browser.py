@@ -9,8 +9,6 @@ move its controls and check their effect in the kernel.
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -21,6 +19,7 @@ from .jlab import (
     run_new_cell,
     screenshot,
     set_idle_controls,
+    shot,
     write_notebook,
 )
 
@@ -449,10 +448,7 @@ def test_long_vertex_names_are_cut_the_numbers_show_and_workers_keep_their_taskl
     open_notebook(page, lab, name)
     run_all(page, 2, timeout_ms=120_000)
     page.wait_for_selector(f'{DASH}[data-final="true"] .jb-status[data-status="completed"]', timeout=60_000)
-    path = screenshot(page.locator(DASH).first, f"dashboard-long-names-{width}.png")
-    shots = Path("/tmp/team/shots")
-    shots.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, shots / path.name)
+    shot(page.locator(DASH).first, f"dashboard-long-names-{width}.png")
     cell = page.locator(f'{DASH} tr.jb-row[data-vertex="{LONG}/ParDo(DecodeAndWindow)"] td.jb-vertex').first
     assert cell.get_attribute("title") == f"{LONG}/ParDo(DecodeAndWindow)"  # the whole name on hover
     head, tail = cell.locator(".jb-cut-head"), cell.locator(".jb-cut-tail")

@@ -5,12 +5,9 @@ tests/browser/artifacts/ and /tmp/team/shots/."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
-from .jlab import open_notebook, run_all, screenshot, write_notebook
+from .jlab import open_notebook, run_all, shot, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -53,13 +50,6 @@ GEOMETRY = """(out) => {
     return {full: box.dataset.full, shown: svg.getBoundingClientRect().width, natural: svg.width.baseVal.value,
             room: out.clientWidth, boxWidth: box.clientWidth, scroll: box.scrollWidth, outScroll: out.scrollWidth};
 }"""
-
-
-def shot(locator, name: str) -> None:
-    path = screenshot(locator, name)
-    shots = Path("/tmp/team/shots")
-    shots.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, shots / name)
 
 
 def test_a_wide_drawing_fits_the_cell_and_a_click_shows_it_full_size(lab, page):

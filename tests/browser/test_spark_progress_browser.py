@@ -7,12 +7,10 @@ does. Screenshots go to tests/browser/artifacts/ and /tmp/team/shots/."""
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
-from .jlab import open_notebook, run_all, screenshot, write_notebook
+from .jlab import open_notebook, run_all, shot, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -39,13 +37,6 @@ print("results", len(result), sum(result))
 """
 
 VIEW = ".jp-NotebookPanel .jp-CodeCell:nth-child(2) .jb-spark-progress"
-
-
-def shot(locator, name: str) -> None:
-    path = screenshot(locator, name)
-    shots = Path("/tmp/team/shots")
-    shots.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, shots / name)
 
 
 def test_a_spark_run_shows_its_stages_live_with_the_spark_ui_link_and_freezes_at_the_end(lab, page):
