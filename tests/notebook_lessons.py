@@ -4,6 +4,9 @@ tests/notebooks/test_notebooks.py (headless, nbclient) and tests/browser/test_no
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 #: What each notebook must display (by MIME type) for its lesson to be visible: a figure that
 #: silently turns into a text repr, or a widget that stops rendering, fails the test.
 MUST_DISPLAY = {
@@ -23,3 +26,11 @@ MUST_DISPLAY = {
 #: The notebooks the browser test runs top to bottom in `jetbench lab` (their live widgets are
 #: what it checks); the headless test runs every other one.
 RUN_IN_THE_BROWSER = ("01-getting-started", "02-cooperative-scheduling")
+
+
+def parameter_overrides(parameters_source: str, overrides: dict[str, Any]) -> list[str]:
+    """The lines of the cell a test sets after a notebook's parameters cell (papermill style):
+    ``NAME = value`` for each override, each a name the parameters cell (``parameters_source``)
+    assigns, so a renamed parameter cannot be overridden silently."""
+    assert set(overrides) <= set(re.findall(r"^(\w+) = ", parameters_source, re.M)), overrides
+    return [f"{k} = {v!r}" for k, v in overrides.items()]

@@ -9,12 +9,11 @@ tests/browser/artifacts/ (the README's tour uses them)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import psutil
 import pytest
-from notebook_lessons import MUST_DISPLAY, RUN_IN_THE_BROWSER
+from notebook_lessons import MUST_DISPLAY, RUN_IN_THE_BROWSER, parameter_overrides
 
 from .jlab import KERNEL_IDLE, displayed, open_notebook, run_all, screenshot, start_lab
 
@@ -90,8 +89,7 @@ def set_parameters(folder: Path, name: str) -> int:
     lines = source.read_text().splitlines(keepends=True)
     at = lines.index('# %% tags=["parameters"]\n')
     end = next(k for k in range(at + 1, len(lines)) if lines[k].startswith("# %%"))
-    assert set(overrides) <= set(re.findall(r"^(\w+) = ", "".join(lines[at:end]), re.M)), overrides
-    cell = ["# %%\n", *(f"{k} = {v!r}\n" for k, v in overrides.items()), "\n"]
+    cell = ["# %%\n", *(f"{line}\n" for line in parameter_overrides("".join(lines[at:end]), overrides)), "\n"]
     source.write_text("".join(lines[:end] + cell + lines[end:]))
     return code_cells(name) + 1
 

@@ -21,7 +21,7 @@ import jupytext
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from notebook_lessons import MUST_DISPLAY, RUN_IN_THE_BROWSER
+from notebook_lessons import MUST_DISPLAY, RUN_IN_THE_BROWSER, parameter_overrides
 
 from jetbench.lab import working_copy
 
@@ -77,8 +77,7 @@ def test_notebook_runs_headless(path: Path, lab_copy: Path) -> None:
     overrides = TEST_PARAMETERS.get(path.stem)
     if overrides:
         (at,) = [k for k, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
-        assert set(overrides) <= set(re.findall(r"^(\w+) = ", nb.cells[at].source, re.M)), overrides
-        nb.cells.insert(at + 1, nbformat.v4.new_code_cell("\n".join(f"{k} = {v!r}" for k, v in overrides.items())))
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell("\n".join(parameter_overrides(nb.cells[at].source, overrides))))
     nb.cells.insert(0, nbformat.v4.new_code_cell(KERNEL_CHECK))
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name=KERNEL_NAME,
                             resources={"metadata": {"path": str(lab_copy)}})
