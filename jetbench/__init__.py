@@ -89,7 +89,7 @@ register_view("dashboard", _lazy_view("jetbench.notebook", "Dashboard"))
 register_view("timeline", _lazy_view("jetbench.notebook.timeline", "timeline"))
 register_view("plot_metrics", _lazy_view("jetbench.notebook.plots", "plot_metrics"))
 register_view("metrics_frame", _lazy_view("jetbench.frames", "job_metrics_frame"))
-register_view("spark_progress", _lazy_view("jetbench.notebook.spark_progress", "spark_reporter"))
+register_view("spark_dashboard", _lazy_view("jetbench.notebook.spark_dashboard", "SparkDashboard"))
 
 
 def _wait(job: Job, wait: Callable[[float | None], bool], timeout: float | None, progress: bool | None) -> bool:

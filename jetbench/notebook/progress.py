@@ -214,9 +214,16 @@ def display_target(progress: bool | None, in_kernel: bool) -> str | None:
     return None
 
 
-def reporter_for(job: Any, progress: bool | None, in_kernel: bool) -> Reporter | None:
-    """The reporter for a wait, or None (`display_target`)."""
+def reporter_for(job: Any, progress: bool | None, in_kernel: bool) -> Any:
+    """The reporter for a wait, or None (`display_target`): a local job's `Reporter`, or for a
+    job running on Spark (a `jetbench.spark.spark_job.SparkJob`: its ``runs_on`` is ``"spark"``) a
+    `jetbench.notebook.spark_progress.SparkReporter` over its Spark stages."""
     target = display_target(progress, in_kernel)
+    if target is not None and getattr(job, "runs_on", "local") == "spark":
+        from .spark_progress import SparkNotebookReporter, SparkTqdmReporter
+
+        kind = SparkNotebookReporter if target == "notebook" else SparkTqdmReporter
+        return kind(job, config.interval_s, config.delay_s)
     if target == "notebook":
         return NotebookReporter(job, config.interval_s, config.delay_s)
     if target == "terminal":

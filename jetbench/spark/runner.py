@@ -71,10 +71,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import pickle
-import re
-import threading
-import time
-import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -82,16 +78,15 @@ from types import MappingProxyType
 from typing import Any
 
 from ..core.dag import DAG, Edge
-from ..core.errors import JetbenchError, JobError, JobTimeout
+from ..core.errors import JetbenchError, JobTimeout
 from ..core.execution import ExecutionService
 from ..core.plan import merge_parts
-from ..core.views import view
 from ..runner_errors import RunnerError, RunnerOptionError
 from ._hash import spark_partition_keys
 from .dataframe_sinks import rdd_to_dataframe
 from .join_lowering import JoinSide
 from .lowering import ddl
-from .spark_status import SparkStatusSource
+from .spark_job import SparkJob
 from .stage_cut import (
     WINDOW_MIN_ITEMS,
     SparkPlan,
@@ -114,7 +109,7 @@ from .stage_task import (
     items_of,
 )
 
-__all__ = ["DEFAULT_EXECUTION", "SparkConfig", "SparkRunner"]
+__all__ = ["DEFAULT_EXECUTION", "SparkConfig", "SparkRunner", "action_name"]
 
 #: In-task execution defaults (one cooperative thread: a Spark task owns one core).
 DEFAULT_EXECUTION: Mapping[str, Any] = MappingProxyType({"cooperative_threads": 1, "noncooperative_max_idle_us": 1000})
@@ -385,113 +380,102 @@ class SparkRunner:
     def _default_partitions(self) -> int:
         return self.partitions or self.session.sparkContext.defaultParallelism
 
-    def run(self, job: Any, timeout: float | None = None, fuse: bool | None = None,
-            progress: bool | None = None) -> Any:
-        """Run ``job`` on Spark; return its collecting sink's value as the local executor would.
+    def submit(self, job: Any, name: str | None = None, fuse: bool | None = None) -> SparkJob:
+        """Start ``job`` on Spark and return its handle at once (`jetbench.spark.spark_job.SparkJob`):
+        ``join()`` returns what `run` returns, ``cancel()`` cancels its Spark jobs, ``metrics()``
+        gives Spark's stages and tasks, ``dashboard()`` shows them live in a notebook. ``name``
+        names the job (in its errors, the progress line, Spark's names of its stages); by default
+        the DAG's or Pipeline's kind.
 
-        Raises `RunnerError` (before anything runs) for shapes Spark cannot run, `JobError` if a
-        processor fails in a task, `JobTimeout` after ``timeout`` seconds (the Spark jobs are cancelled).
-
-        The Spark actions run on a thread of their own while this one waits for them: in a notebook
-        or on a terminal it shows Spark's stages and tasks as they run, with a link to the Spark
-        UI when it runs (`jetbench.notebook.spark_progress`; ``progress`` as for the local
-        runner: None shows it unless it is turned off, False never, True always). An interrupted
-        wait (KeyboardInterrupt) cancels the run's Spark jobs and waits for that thread to end.
-        """
+        Raises `RunnerError` (before anything runs) for shapes Spark cannot run. The Spark actions
+        run on the handle's thread, each named after the job and the stages of its own it runs
+        (`action_name`): the progress line, the dashboard and the Spark UI show that name instead
+        of the call site in this module."""
         plan = self._plan(job, fuse)
         spark = self.session
-        sc = spark.sparkContext
         _, sink_inputs, collected, persisted = self.frames(plan)
+        name = name or getattr(job, "name", None) or type(job).__name__
+        details = plan.explain()
 
-        tag = f"jetbench-{uuid.uuid4().hex}"
-        outcome: dict[str, Any] = {}
-
-        def action() -> None:
-            sc.addJobTag(tag)  # job tags are the thread's own
-            try:
-                results: dict[str, Any] = {}
-                for name, sink in plan.spark_sinks.items():
-                    df = rdd_to_dataframe(spark, sink_inputs[name], sink.schema)
+        def work(handle: SparkJob) -> Any:
+            results: dict[str, Any] = {}
+            for sink_name, sink in plan.spark_sinks.items():
+                with handle.action(action_name(name, f"sink {sink_name}", plan, sink_name), details):
+                    df = rdd_to_dataframe(spark, sink_inputs[sink_name], sink.schema)
                     if sink.kind == "dataframe":
                         df = df.localCheckpoint(eager=True)
-                    results[name] = sink.finish(df)
-                records = []
-                if collected is not None:
+                    results[sink_name] = sink.finish(df)
+            records = []
+            if collected is not None:
+                with handle.action(action_name(name, "results", plan), details):
                     records = [pickle.loads(blob) for blob in collected.toArrow().column(0).to_pylist()]
-                outcome["value"] = records, results
-            except BaseException as exc:
-                outcome["error"] = exc
-            finally:
-                with contextlib.suppress(Exception):
-                    sc.removeJobTag(tag)
+            return _result(plan.dag, records, results)
 
-        source = SparkStatusSource(sc, tag, getattr(job, "name", None) or type(job).__name__)
-        reporter = _reporter(source, progress)
-        worker = threading.Thread(target=action, name=f"jetbench-spark-{tag[9:17]}", daemon=True)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        timed_out = False
-        worker.start()
-        try:
-            while worker.is_alive():
-                step = _WAIT_SLICE_S  # short slices: an interrupt is seen at once, whatever raised it
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        timed_out = True
-                        sc.cancelJobsWithTag(tag)
-                        worker.join()
-                        break
-                    step = min(step, left)
-                worker.join(step)
-                if reporter is not None:
-                    reporter.tick()
-        except BaseException:
-            # the wait was interrupted (KeyboardInterrupt): no Spark job of this run goes on, and
-            # no thread of ours outlives the wait
-            with contextlib.suppress(Exception):
-                sc.cancelJobsWithTag(tag)
-            worker.join()
-            if reporter is not None:
-                reporter.close("interrupted")
-            raise
-        finally:
+        def unpersist() -> None:
             for frame in persisted:
                 with contextlib.suppress(Exception):
                     frame.unpersist()
-        error = outcome.get("error")
-        if timed_out and "value" not in outcome:
-            if reporter is not None:
-                reporter.close(f"timed out after {timeout} s")
-            raise JobTimeout(f"SparkRunner: the job did not finish within {timeout} s; its Spark jobs were cancelled") \
-                from error
-        if error is not None:
-            with contextlib.suppress(Exception):
-                sc.cancelJobsWithTag(tag)  # what the run started besides the failed job
-            failure = _job_error(error) if isinstance(error, Exception) else None
-            if reporter is not None:
-                reporter.close(str(failure).splitlines()[0] if failure is not None else type(error).__name__)
-            if failure is None:
-                raise error
-            raise failure from error
-        if reporter is not None:
-            reporter.close()
-        records, results = outcome["value"]
-        return _result(plan.dag, records, results)
+
+        return SparkJob(name, spark.sparkContext, work, unpersist)
+
+    def run(self, job: Any, timeout: float | None = None, fuse: bool | None = None,
+            progress: bool | None = None) -> Any:
+        """Run ``job`` on Spark; return its collecting sink's value as the local executor would:
+        ``submit(job).join()``.
+
+        Raises `RunnerError` (before anything runs) for shapes Spark cannot run, `JobError` if a
+        processor fails in a task (naming the vertex), `JobTimeout` after ``timeout`` seconds (the
+        Spark jobs are cancelled and their thread waited for).
+
+        While it waits, a notebook or a terminal shows Spark's stages and tasks as they run, with
+        a link to the Spark UI when it runs (`jetbench.notebook.spark_progress`; ``progress`` as
+        for the local runner: None shows it unless it is turned off, False never, True always).
+        An interrupted wait (KeyboardInterrupt) cancels the run's Spark jobs and waits for its thread.
+        """
+        handle = self.submit(job, fuse=fuse)
+        try:
+            return handle.join(timeout, progress)
+        except JobTimeout:
+            handle.stop()
+            raise JobTimeout(f"SparkRunner: the job did not finish within {timeout} s; its Spark jobs were "
+                             "cancelled") from None
 
 
-#: how often a waiting run wakes up to refresh its progress and notice an interrupt (it never
-#: waits longer than the run)
-_WAIT_SLICE_S = 0.1
+def action_name(job: str, what: str, plan: SparkPlan, sink: str | None = None) -> str:
+    """The name of a Spark action of ``job`` (Spark gives it to the action's jobs and stages):
+    what it computes, then the jetbench stages it runs with their vertices.
+
+    >>> from jetbench import Pipeline, sinks, sources
+    >>> from jetbench.spark.stage_cut import cut, job_to_dag
+    >>> p = Pipeline()
+    >>> _ = p.read_from(sources.items([1, 2])).map(abs).write_to(sinks.collect())
+    >>> action_name("abs", "results", cut(job_to_dag(p, None), 1, False))
+    'jetbench abs: results · stage 0: items, map-abs, collect'
+    """
+    stages = plan.stages
+    if sink is not None:  # the stages that feed the sink
+        feeding = {plan.stage_of[e.source.name].index for e in plan.dag.inbound_edges(plan.dag.vertex(sink))
+                   if e.source.name in plan.stage_of}
+        stages = [st for st in stages if st.index in _upstream(plan, feeding)]
+    listed = " | ".join(f"stage {st.index}: {', '.join(st.names)}" for st in stages)
+    return f"jetbench {job}: {what}" + (f" · {listed}" if listed else "")
 
 
-def _reporter(source: SparkStatusSource, progress: bool | None) -> Any:
-    """The progress reporter of a run, from the view the notebook layer registers as
-    ``"spark_progress"`` (`jetbench.notebook.spark_progress`); None where none is shown."""
-    try:
-        factory = view("spark_progress")
-        return factory(source, progress=progress)
-    except Exception:  # no view registered (only jetbench.core imported), or it failed: run without
-        return None
+def _upstream(plan: SparkPlan, indices: set[int]) -> set[int]:
+    """``indices`` and every stage they read from, transitively."""
+    by_index = {st.index: st for st in plan.stages}
+    seen: set[int] = set()
+    todo = list(indices)
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        for e in by_index[i].inputs:
+            producer = plan.stage_of.get(e.source.name)
+            if producer is not None:
+                todo.append(producer.index)
+    return seen
 
 
 def _physical_plan(frame: Any) -> str:
@@ -530,26 +514,3 @@ def _result(dag: DAG, records: list[tuple[str, Any]], results: dict[str, Any]) -
             merge = getattr(v.supplier, "merge_results", None)
             return merge(parts[v.name]) if merge is not None else merge_parts(parts[v.name])
     return None
-
-
-#: the task's JobError: its first line, then the lines that name the item and the user's line
-_JOB_ERROR = re.compile(r"(?:jetbench\.core\.errors\.)?JobError: (.+(?:\n {2}\S.*|\n {4}\S.*)*)")
-_ANY_ERROR = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt)): (.+)$", re.MULTILINE)
-
-
-def _job_error(exc: Exception) -> JetbenchError:
-    """A failed Spark action as a `JobError` naming the vertex when a processor failed, with the
-    lines of the task's report that name the failing item and the user's function and line."""
-    if isinstance(exc, JetbenchError):
-        return exc
-    text = str(exc)
-    m = _JOB_ERROR.search(text)
-    if m:
-        message = m.group(1).strip()
-        vertex = re.search(r"in vertex '([^']+)'", message)
-        instance = re.search(r" instance (\d+)", message)
-        return JobError(f"SparkRunner: {message}", vertex.group(1) if vertex else None,
-                        int(instance.group(1)) if instance else None)
-    errors = [f"{name}: {msg}" for name, msg in _ANY_ERROR.findall(text) if "Py4J" not in name]
-    detail = errors[-1] if errors else text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return JobError(f"SparkRunner: the Spark job failed: {detail}")

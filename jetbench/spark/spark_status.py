@@ -3,10 +3,11 @@
 address of the embedded Spark UI (on 127.0.0.1 when `jetbench.spark.session` started it with
 ``ui=True``; None when the UI is off).
 
-`SparkRunStatus` is a plain record (its `summary` is the one-line text of the progress line);
-`SparkStatusSource.read` fills one in. The progress line that shows it, in a notebook or a
-terminal, is `jetbench.notebook.spark_progress`, reached through the registered view
-``"spark_progress"`` (the notebook layer sits above this one).
+`SparkRunStatus` is a plain, frozen record (its `summary` is the one-line text of the progress
+line; a `jetbench.spark.spark_job.SparkJob`'s ``metrics()`` is one); `SparkStatusSource.read`
+fills one in. What shows it, in a notebook or a terminal, is `jetbench.notebook.spark_progress`
+(the progress line, reached through the wait of ``SparkJob.join``) and
+`jetbench.notebook.spark_dashboard` (``job.dashboard()``): the notebook layer sits above this one.
 
 >>> s = SparkRunStatus("wordcount", 2.5, [SparkStageStatus(3, "mapInArrow at x.py:1", 2, 1, 0, 4)], 1, None)
 >>> s.summary()
@@ -16,7 +17,7 @@ terminal, is `jetbench.notebook.spark_progress`, reached through the registered 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["SparkRunStatus", "SparkStageStatus", "SparkStatusSource"]
@@ -25,7 +26,9 @@ __all__ = ["SparkRunStatus", "SparkStageStatus", "SparkStatusSource"]
 @dataclass(frozen=True)
 class SparkStageStatus:
     """One Spark stage: its tasks done, running, failed, of ``total``; ``skipped`` when its
-    job ended without running it (its shuffle output was there already)."""
+    job ended without running it (its shuffle output was there already); ``duration_s`` from
+    its submission to its end (to now while it runs; None before Spark submits it); ``ended``:
+    the Spark job it belongs to has ended (a stage that did not finish then was cut short)."""
 
     stage_id: int
     name: str
@@ -34,24 +37,44 @@ class SparkStageStatus:
     failed: int
     total: int
     skipped: bool = False
+    duration_s: float | None = None
+    ended: bool = False
 
     @property
     def finished(self) -> bool:
         return self.skipped or (self.total > 0 and self.done >= self.total)
 
+    @property
+    def state(self) -> str:
+        """``skipped``, ``done``, ``running``, ``waiting`` (submitted, no task started yet),
+        ``pending`` (not submitted) or, for a stage its ended job did not finish, ``stopped``."""
+        if self.skipped:
+            return "skipped"
+        if self.finished:
+            return "done"
+        if self.ended:
+            return "stopped"
+        if self.running or self.done:
+            return "running"
+        return "waiting" if self.duration_s is not None else "pending"
+
 
 @dataclass(frozen=True)
 class SparkRunStatus:
-    """A run's Spark jobs and stages at one moment (``final``: the run has ended, ``error``: how)."""
+    """A run's Spark jobs and stages at one moment (``final``: the run has ended; ``error``:
+    how it failed; ``cancelled``: it was cancelled). Frozen: a handle's ``metrics()``."""
 
     job: str
     elapsed_s: float
-    stages: list[SparkStageStatus]
+    stages: tuple[SparkStageStatus, ...]
     jobs: int
     ui_url: str | None
     final: bool = False
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    cancelled: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stages", tuple(self.stages))
 
     @property
     def tasks_done(self) -> int:
@@ -67,9 +90,16 @@ class SparkRunStatus:
 
     @property
     def status(self) -> str:
+        """``running``, ``done``, ``failed`` or ``cancelled``."""
         if not self.final:
             return "running"
+        if self.cancelled:
+            return "cancelled"
         return "failed" if self.error else "done"
+
+    def stage_url(self, stage_id: int) -> str | None:
+        """The Spark UI's page of a stage (None when the UI is off)."""
+        return f"{self.ui_url}/stages/stage/?id={stage_id}&attempt=0" if self.ui_url else None
 
     def summary(self) -> str:
         """The progress line's text."""
@@ -94,39 +124,58 @@ class SparkStatusSource:
         self.tag = tag
         self.job = job
         self.started = time.monotonic()
+        self.ended: float | None = None
         self.jobs: list[int] = []  # every Spark job of the run seen so far, in order
         self.ui_url: str | None = getattr(sc, "uiWebUrl", None)
+        #: when each stage was first seen finished (wall clock, s): the tracker gives no end time
+        self._stage_ends: dict[int, float] = {}
 
     @property
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        return (self.ended if self.ended is not None else time.monotonic()) - self.started
 
-    def read(self, final: bool = False, error: str | None = None) -> SparkRunStatus:
+    def finish(self) -> None:
+        """The run has ended: its elapsed time stops here."""
+        if self.ended is None:
+            self.ended = time.monotonic()
+
+    def read(self, final: bool = False, error: str | None = None, cancelled: bool = False) -> SparkRunStatus:
         """The status now (the tracker forgets old jobs and stages: what it no longer knows is left out)."""
         tracker = self.sc.statusTracker()
         try:
+            jvm_tracker = self.sc._jsc.statusTracker()  # its stage records carry the submission time
             ids = list(self.sc._jsc.sc().statusTracker().getJobIdsForTag(self.tag))
         except Exception:  # the context stopped, or a Spark without tags in its tracker
-            ids = []
+            jvm_tracker, ids = None, []
         for job_id in sorted(ids):
             if job_id not in self.jobs:
                 self.jobs.append(job_id)
         stages: list[SparkStageStatus] = []
         seen: set[int] = set()
+        now = time.time()
         for job_id in self.jobs:
             info = tracker.getJobInfo(job_id)
-            if info is None:
+            if info is None or jvm_tracker is None:
                 continue
             job_ended = str(info.status) in ("SUCCEEDED", "FAILED")
             for stage_id in sorted(info.stageIds):
                 if stage_id in seen:
                     continue
                 seen.add(stage_id)
-                stage = tracker.getStageInfo(stage_id)
+                stage = jvm_tracker.getStageInfo(stage_id)
                 if stage is None:
                     continue
-                skipped = job_ended and stage.numCompletedTasks == 0 and stage.numActiveTasks == 0
-                stages.append(SparkStageStatus(stage_id, str(stage.name), int(stage.numCompletedTasks),
-                                               int(stage.numActiveTasks), int(stage.numFailedTasks),
-                                               int(stage.numTasks), skipped))
-        return SparkRunStatus(self.job, self.elapsed, stages, len(self.jobs), self.ui_url, final, error)
+                done, running, failed, total = (int(stage.numCompletedTasks()), int(stage.numActiveTasks()),
+                                                int(stage.numFailedTasks()), int(stage.numTasks()))
+                skipped = job_ended and done == 0 and running == 0
+                submitted = int(stage.submissionTime())
+                duration = None
+                if submitted > 0 and not skipped:
+                    end = now
+                    if (total > 0 and done >= total) or job_ended:
+                        end = self._stage_ends.setdefault(stage_id, now)
+                    duration = max(0.0, end - submitted / 1000)
+                stages.append(SparkStageStatus(stage_id, str(stage.name()), done, running, failed, total, skipped,
+                                               duration, job_ended))
+        return SparkRunStatus(self.job, self.elapsed, tuple(stages), len(self.jobs), self.ui_url, final, error,
+                              cancelled)

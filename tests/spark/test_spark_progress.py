@@ -11,7 +11,8 @@ import pytest
 
 from jetbench import Pipeline, sinks, sources
 from jetbench.notebook import progress
-from jetbench.notebook.spark_progress import SparkNotebookReporter, spark_reporter, status_html
+from jetbench.notebook.progress import reporter_for
+from jetbench.notebook.spark_progress import SparkNotebookReporter, SparkTqdmReporter, status_html
 from jetbench.spark.spark_status import SparkRunStatus, SparkStageStatus, SparkStatusSource
 
 from .conftest import ship_by_value
@@ -41,6 +42,7 @@ def test_the_tracker_gives_the_stages_and_tasks_of_a_tagged_run(spark):
         assert spark.range(0, 1000, 1, 3).repartition(4).count() == 1000
     finally:
         sc.removeJobTag(tag)
+    sc._jsc.sc().listenerBus().waitUntilEmpty(60_000)  # the tracker reads the listener bus's events
     spark.range(10).count()  # another job, untagged: not the run's
     status = source.read(final=True)
     assert status.jobs >= 1 and status.status == "done"
@@ -71,23 +73,33 @@ def test_no_progress_when_turned_off(runner, capsys):
 
 def test_the_notebook_rows_link_the_spark_ui_on_loopback():
     status = SparkRunStatus("wordcount", 1.5, [
-        SparkStageStatus(0, "mapInArrow at runner.py:300", 2, 0, 0, 2),
-        SparkStageStatus(1, "toArrow at runner.py:360", 1, 1, 0, 2),
+        SparkStageStatus(0, "jetbench wordcount: results · stage 0: items", 2, 0, 0, 2, duration_s=0.75),
+        SparkStageStatus(1, "jetbench wordcount: results · stage 1: collect", 1, 1, 0, 2, duration_s=0.5),
         SparkStageStatus(2, "skipped one", 0, 0, 0, 2, skipped=True),
+        SparkStageStatus(3, "not submitted", 0, 0, 0, 2),
     ], 2, "http://127.0.0.1:4040")
     page = status_html(status)
     assert '<a href="http://127.0.0.1:4040" target="_blank" rel="noopener">Spark UI http://127.0.0.1:4040</a>' in page
-    assert page.count('class="jb-spark-stage"') == 3
+    assert page.count('class="jb-spark-stage"') == 4
     assert "1/2 done, 1 running" in page and "skipped" in page and "2/2 done" in page
-    assert status.summary() == ("Spark wordcount: running 1.5 s · 2 jobs · stages 2/3 done · tasks 3/4 (1 running)"
+    assert [s.state for s in status.stages] == ["done", "running", "skipped", "pending"]
+    assert "<td>done</td><td>0.8 s</td>" in page and "<td>running</td><td>0.5 s</td>" in page
+    assert ('<a href="http://127.0.0.1:4040/stages/stage/?id=1&amp;attempt=0" target="_blank" rel="noopener">stage 1'
+            '</a>') in page
+    ended = SparkStageStatus(4, "cut short", 1, 0, 0, 2, duration_s=1.0, ended=True)
+    assert ended.state == "stopped"
+    assert status.summary() == ("Spark wordcount: running 1.5 s · 2 jobs · stages 2/4 done · tasks 3/6 (1 running)"
                                 " · Spark UI http://127.0.0.1:4040")
 
 
-def test_the_reporter_is_where_the_progress_line_would_be(spark, shown_at_once):
-    source = SparkStatusSource(spark.sparkContext, "jetbench-none", "x")
-    assert spark_reporter(source, progress=False) is None
-    assert type(spark_reporter(source, progress=True)).__name__ == "SparkTqdmReporter"
-    assert issubclass(SparkNotebookReporter, type(spark_reporter(source, progress=True)).__mro__[1])
+def test_a_spark_jobs_wait_gets_the_spark_reporter(runner, shown_at_once):
+    p = Pipeline()
+    p.read_from(sources.items(range(5))).write_to(sinks.collect())
+    job = runner.submit(p)
+    job.join()
+    assert reporter_for(job, progress=False, in_kernel=False) is None
+    assert type(reporter_for(job, progress=True, in_kernel=False)) is SparkTqdmReporter
+    assert type(reporter_for(job, progress=True, in_kernel=True)) is SparkNotebookReporter
 
 
 @pytest.mark.slow
@@ -110,6 +122,7 @@ def test_an_interrupted_wait_cancels_the_spark_jobs_and_leaves_no_thread(runner)
         timer.cancel()
     assert time.monotonic() - started < 20
     assert not [t for t in threading.enumerate() if t.name.startswith("jetbench-spark-") and t.is_alive()]
+    assert runner.session.sparkContext.statusTracker().getActiveJobsIds() == []  # no Spark job goes on
     q = Pipeline()
     q.read_from(sources.items(range(10))).map(slow).write_to(sinks.collect())
     assert sorted(runner.run(q)) == list(range(10))
