@@ -14,8 +14,9 @@
 #                                   a path relative to the repo root, -x, -k NAME, --durations=30
 #
 # How the whole suite uses a 2-core machine:
-#   1. the tests marked `serial` (they measure CPU or timing) run first, alone, compiled then pure;
-#   2. then, side by side: ruff and mypy; the rest of the suite on the compiled build on two
+#   1. the tests marked `serial` (they measure CPU or timing) run first, with no other tests,
+#      compiled then pure, while ruff and mypy (one process each) use the other core;
+#   2. then, side by side: the rest of the suite on the compiled build on two
 #      pytest-xdist workers (-n 2 --dist loadgroup: tests sharing one Spark session, one
 #      JupyterLab server or one built wheel stay on one worker, see XDIST_GROUPS in
 #      tests/conftest.py); and the engine's and the processors' tests on the same sources
@@ -85,6 +86,17 @@ pytest() {  # pytest ENGINE ARGS...: one pytest run on the compiled or the pure 
     fi
 }
 
+# ruff and mypy first, in the background: on a fresh clone mypy has no cache (about 40 CPU-s
+# here), and beside the serial tests below it takes the core they leave idle (one process each:
+# a load of 2 on 2 cores, not the load that made them serial)
+echo "[test] ruff check . and mypy (in the background)"
+.venv/bin/ruff check . >"$logs/ruff" 2>&1 &
+ruff_pid=$!
+# jetbench as a whole: core and processors strictly, the rest with mypy's defaults
+# (see [tool.mypy] in pyproject.toml)
+.venv/bin/mypy >"$logs/mypy" 2>&1 &
+mypy_pid=$!
+
 # 1. alone. Collecting the whole suite takes a while (every module is imported, for its
 # doctests too): unless ARGS name paths, only the files that mark a test serial are collected
 # here. Exit 5 (none of the tests selected is marked serial) is not a failure of this step.
@@ -120,15 +132,7 @@ if [[ $fast == 0 ]]; then
     fi
 fi
 
-# 2. side by side
-echo "[test] ruff check . and mypy (in the background)"
-.venv/bin/ruff check . >"$logs/ruff" 2>&1 &
-ruff_pid=$!
-# jetbench as a whole: core and processors strictly, the rest with mypy's defaults
-# (see [tool.mypy] in pyproject.toml)
-.venv/bin/mypy >"$logs/mypy" 2>&1 &
-mypy_pid=$!
-
+# 2. side by side (ruff and mypy may still be running)
 pure_pid=
 if [[ $pure_pass == 1 ]]; then
     echo "[test] JETBENCH_PURE_PYTHON=1 pytest -q -ra -m 'not serial and not own_build' ${pure_tests[*]} (engine: pure; in the background)"
