@@ -189,3 +189,36 @@ def test_the_dashboards_cancel_button_cancels_the_job(runner, tmp_path):
         job.join(timeout=WAIT_S)
     board.join(WAIT_S)
     assert board.state["status"] == "cancelled" and board.state["final"] and no_thread_left()
+
+
+@pytest.mark.slow
+def test_two_jobs_at_once_on_one_session_keep_their_own_spark_jobs(runner, spark, tmp_path):
+    """Cancelling one job cancels its Spark jobs only: the other's tag is its own."""
+    gate = tmp_path / "gate"
+    kept = runner.submit(gated_pipeline(gate), name="kept")
+    dropped = runner.submit(gated_pipeline(tmp_path / "never"), name="dropped")
+    # local[2]: the first job's tasks hold both cores, the other's wait for one
+    wait_until("both jobs in Spark", lambda: (kept.metrics().stages and dropped.metrics().stages
+                                              and (tasks_running(kept) or tasks_running(dropped))))
+    dropped.cancel()
+    with pytest.raises(JobCancelled):
+        dropped.join(timeout=WAIT_S)
+    assert kept.status is JobStatus.RUNNING
+    gate.touch()
+    assert sorted(kept.join(timeout=WAIT_S)) == [2 * x for x in range(40)]
+    assert all(s.name.startswith("jetbench kept: results") for s in kept.metrics().stages)
+    assert all(s.name.startswith("jetbench dropped: results") for s in dropped.metrics().stages)
+    assert active_jobs_of(spark, kept) == active_jobs_of(spark, dropped) == [] and no_thread_left()
+
+
+def test_a_spark_sinks_action_is_named_after_the_stages_that_feed_it(runner, spark):
+    from jetbench.spark import dataframe_sinks
+
+    p = Pipeline()
+    p.read_from(sources.items([{"a": i} for i in range(20)])).map(dict, name="copy").write_to(
+        dataframe_sinks.parquet(str(spark.conf.get("spark.local.dir", "/tmp")) + f"/sink-name-{os.getpid()}",
+                                mode="overwrite"))
+    job = runner.submit(p, name="to-parquet")
+    assert job.join().count() == 20
+    names = {s.name for s in job.metrics().stages}
+    assert names and all(n.startswith("jetbench to-parquet: sink ") and "copy" in n for n in names), names
