@@ -11,14 +11,15 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..core.render import dot_string, dot_to_svg, drawing_bundle
-from ..processors.aggregate_operation import AggregateOperation, require_operation
+from ..processors.aggregate_operation import AggregateOperation, require_operation, to_list
 from ..processors.aggregation import AggregateSpec, GroupAggregateSpec
-from ..processors.co_group import CO_GROUP, CoGroup, Tag, tag_key
+from ..processors.co_aggregate import CoAggregate, Tag, co_aggregate_operation, no_key, tag_key
+from ..processors.co_group import CoGroup
 from ..processors.custom_transform import CustomTransform
 from ..processors.distinct import Distinct
 from ..processors.hash_join import HashJoin
@@ -465,14 +466,61 @@ class Stage:
         _check_same_pipeline(self, other)
         spec = self._declare(lambda: CoGroup(left_key, right_key))
         if window is not None:
-            _check_window(self, window)
-            _check_window(other, window)
-            tagged = self.map(Tag(0, left_key), name=f"{name or 'co-group'}-left") \
-                .merge(other.map(Tag(1, right_key), name=f"{name or 'co-group'}-right"))
-            return tagged.group_by(tag_key).window(window).aggregate(CO_GROUP, name=name or "co-group")
+            sides = [(self, left_key, to_list()), (other, right_key, to_list())]
+            return _co_aggregate("co_group", sides, window, name or "co-group")
         _check_bounded(self, "co_group (without a window)")
         _check_bounded(other, "co_group (without a window)")
         return self._next(spec, name or "co-group", upstream=[self.node, other.node], timestamped=False)
+
+    def aggregate2(self, op0: AggregateOperation, other: Stage, op1: AggregateOperation,
+                   name: str | None = None) -> Stage:
+        """Jet's co-aggregation of two batch stages: this stage's items folded by ``op0``,
+        ``other``'s by ``op1``; emits ``(result 0, result 1)`` once both complete (keyed after
+        `group_by`, windowed after `window`: see `GroupedStage.aggregate2`,
+        `WindowedStage.aggregate2`); see `jetbench.processors.co_aggregate`.
+
+        >>> from jetbench import Pipeline, aggregate, run, sinks, sources
+        >>> p = Pipeline()
+        >>> a, b = p.read_from(sources.items([1, 2, 3])), p.read_from(sources.items(["x", "y"]))
+        >>> _ = a.aggregate2(aggregate.summing(), b, aggregate.counting()).write_to(sinks.collect())
+        >>> run(p)
+        [(6, 2)]
+        """
+        return self._co_builder(op0, "aggregate2")._add(other, op1).build(name)
+
+    def aggregate3(self, op0: AggregateOperation, stage1: Stage, op1: AggregateOperation, stage2: Stage,
+                   op2: AggregateOperation, name: str | None = None) -> Stage:
+        """As `aggregate2` with a third stage: emits ``(result 0, result 1, result 2)``.
+
+        >>> from jetbench import Pipeline, aggregate, run, sinks, sources
+        >>> p = Pipeline()
+        >>> a, b, c = (p.read_from(sources.items(xs)) for xs in ([1, 2], [5], []))
+        >>> _ = a.aggregate3(aggregate.summing(), b, aggregate.to_list(), c, aggregate.counting()) \\
+        ...     .write_to(sinks.collect())
+        >>> run(p)
+        [(3, [5], 0)]
+        """
+        return self._co_builder(op0, "aggregate3")._add(stage1, op1)._add(stage2, op2).build(name)
+
+    def aggregate_builder(self, op0: AggregateOperation) -> AggregateBuilder:
+        """Jet's ``aggregateBuilder``: co-aggregate this stage (by ``op0``) with any number of
+        stages, each added with its own operation; ``build()`` gives the stage of tuples of their
+        results, in the order of the tags (this stage's is 0).
+
+        >>> from jetbench import Pipeline, aggregate, run, sinks, sources
+        >>> p = Pipeline()
+        >>> a, b, c = (p.read_from(sources.items(xs)) for xs in ([1, 2], [3], [4, 5, 6]))
+        >>> builder = a.aggregate_builder(aggregate.summing())
+        >>> builder.add(b, aggregate.summing()), builder.add(c, aggregate.counting())
+        (1, 2)
+        >>> _ = builder.build().write_to(sinks.collect())
+        >>> run(p)
+        [(3, 3, 3)]
+        """
+        return self._co_builder(op0, "aggregate_builder")
+
+    def _co_builder(self, op0: AggregateOperation, what: str) -> AggregateBuilder:
+        return AggregateBuilder(self, None, None, op0, what)
 
     def rebalance(self, key_fn: Callable[[Any], Hashable] | None = None) -> Stage:
         """Spread items over the next stage's instances (round-robin, or by ``key_fn``); stops fusion."""
@@ -575,6 +623,36 @@ class GroupedStage:
         """Every item of ``fn(state, key, item)``, one state per key (``on_evict`` gives items)."""
         return self.stage._stateful("flat_map", self.key_fn, create_fn, fn, ttl, on_evict, name)
 
+    def aggregate2(self, op0: AggregateOperation, other: GroupedStage, op1: AggregateOperation,
+                   name: str | None = None) -> Stage:
+        """Jet's keyed co-aggregation of two batch stages, each grouped by its own key: emits
+        ``(key, (result 0, result 1))`` per key seen on either side (an operation's result over
+        no items where a side has none).
+
+        >>> from jetbench import Pipeline, aggregate, run, sinks, sources
+        >>> p = Pipeline()
+        >>> sales = p.read_from(sources.items([("tea", 3), ("pen", 2), ("tea", 1)]))
+        >>> returns = p.read_from(sources.items(["tea", "ink"]))
+        >>> _ = sales.group_by(lambda s: s[0]).aggregate2(aggregate.summing(lambda s: s[1]),
+        ...     returns.group_by(lambda r: r), aggregate.counting()).write_to(sinks.collect())
+        >>> sorted(run(p))
+        [('ink', (0, 1)), ('pen', (2, 0)), ('tea', (4, 1))]
+        """
+        return self._co_builder(op0, "aggregate2")._add(other, op1).build(name)
+
+    def aggregate3(self, op0: AggregateOperation, stage1: GroupedStage, op1: AggregateOperation,
+                   stage2: GroupedStage, op2: AggregateOperation, name: str | None = None) -> Stage:
+        """As `aggregate2` with a third grouped stage: ``(key, (result 0, result 1, result 2))``."""
+        return self._co_builder(op0, "aggregate3")._add(stage1, op1)._add(stage2, op2).build(name)
+
+    def aggregate_builder(self, op0: AggregateOperation) -> AggregateBuilder:
+        """Keyed co-aggregation of any number of grouped stages (``builder.add(stage.group_by(k),
+        op)``): ``(key, (result 0, ..., result N))``; see `Stage.aggregate_builder`."""
+        return self._co_builder(op0, "aggregate_builder")
+
+    def _co_builder(self, op0: AggregateOperation, what: str) -> AggregateBuilder:
+        return AggregateBuilder(self.stage, self.key_fn, None, op0, what)
+
     def distinct(self, name: str | None = None) -> Stage:
         """The first item of each key (batch stages only); see `jetbench.processors.distinct`."""
         _check_bounded(self.stage, "group_by(...).distinct")
@@ -597,6 +675,106 @@ class WindowedStage:
             raise PipelineError(f"stage {self.stage.name!r}: sliding windows need an aggregate op with combine")
         spec = self.stage._declare(lambda: WindowAggregate(self.key_fn, op, self.window_def))
         return self.stage._next(spec, name or f"window-{self.window_def!r}", timestamped=True)
+
+
+    def aggregate2(self, op0: AggregateOperation, other: Stage | GroupedStage, op1: AggregateOperation,
+                   name: str | None = None) -> Stage:
+        """Co-aggregation per window of this stage and ``other`` (a `GroupedStage` when this one is
+        grouped): emits ``WindowResult(start, end, key, (result 0, result 1))`` (key None when not
+        grouped); both stages timestamped, the operations combining for sliding and session windows.
+
+        >>> from jetbench import Pipeline, aggregate, run, sinks, sources, window
+        >>> p = Pipeline()
+        >>> clicks = p.read_from(sources.test_stream([(0, "a"), (5, "b"), (12, "a")]))
+        >>> views = p.read_from(sources.test_stream([(3, "a"), (14, "a")]))
+        >>> _ = clicks.group_by(lambda c: c).window(window.tumbling(10)) \\
+        ...     .aggregate2(aggregate.counting(), views.group_by(lambda v: v), aggregate.counting()) \\
+        ...     .write_to(sinks.collect())
+        >>> for r in sorted(run(p)):
+        ...     print(r.start, r.end, r.key, r.value)
+        0 10 a (1, 1)
+        0 10 b (1, 0)
+        10 20 a (1, 1)
+        """
+        return self._co_builder(op0, "aggregate2")._add(other, op1).build(name)
+
+    def aggregate3(self, op0: AggregateOperation, stage1: Stage | GroupedStage, op1: AggregateOperation,
+                   stage2: Stage | GroupedStage, op2: AggregateOperation, name: str | None = None) -> Stage:
+        """As `aggregate2` with a third stage: ``(result 0, result 1, result 2)`` per window."""
+        return self._co_builder(op0, "aggregate3")._add(stage1, op1)._add(stage2, op2).build(name)
+
+    def aggregate_builder(self, op0: AggregateOperation) -> AggregateBuilder:
+        """Co-aggregation per window of any number of stages; see `Stage.aggregate_builder`."""
+        return self._co_builder(op0, "aggregate_builder")
+
+    def _co_builder(self, op0: AggregateOperation, what: str) -> AggregateBuilder:
+        return AggregateBuilder(self.stage, self.key_fn, self.window_def, op0, what)
+
+
+class AggregateBuilder:
+    """Jet's ``AggregateBuilder``: stages co-aggregated with this one, each by its own operation
+    (grouped by its own key when this stage is, per window when it is windowed). ``add`` gives
+    each stage's tag, the place of its result in the tuple ``build()``'s stage emits."""
+
+    def __init__(self, stage: Stage, key_fn: Callable[[Any], Hashable] | None, window_def: WindowDefinition | None,
+                 op0: AggregateOperation, what: str = "aggregate_builder"):
+        _check_op(stage, op0)
+        self.stage, self.key_fn, self.window_def, self._what = stage, key_fn, window_def, what
+        self._sides: list[tuple[Stage, Callable[[Any], Hashable] | None, AggregateOperation]] = [(stage, key_fn, op0)]
+
+    def tag0(self) -> int:
+        """The tag of the stage the builder started from."""
+        return 0
+
+    def add(self, other: Stage | GroupedStage, op: AggregateOperation) -> int:
+        """Co-aggregate ``other`` (grouped by its key, `Stage.group_by`, when this stage is) by
+        ``op``; its tag, the place of its result."""
+        self._add(other, op)
+        return len(self._sides) - 1
+
+    def _add(self, other: Any, op: AggregateOperation) -> AggregateBuilder:
+        what, keyed = self._what, self.key_fn is not None
+        if keyed and not isinstance(other, GroupedStage):
+            raise PipelineError(f"stage {self.stage.name!r}: {what} of a grouped stage takes another grouped stage "
+                                f"(other.group_by(key_fn)), got {other!r}")
+        if not keyed and isinstance(other, GroupedStage):
+            raise PipelineError(f"stage {self.stage.name!r}: {what} of a stage not grouped takes a stage, not "
+                                f"the grouped {other.stage.name!r} (group both, or neither)")
+        stage: Stage = other.stage if isinstance(other, GroupedStage) else other
+        _check_same_pipeline(self.stage, stage)
+        _check_op(stage, op)
+        self._sides.append((stage, other.key_fn if isinstance(other, GroupedStage) else None, op))
+        return self
+
+    def build(self, name: str | None = None) -> Stage:
+        """The stage of the co-aggregated results."""
+        return _co_aggregate(self._what, self._sides, self.window_def, name or "co-aggregate")
+
+
+def _co_aggregate(what: str, sides: Sequence[tuple[Stage, Callable[[Any], Hashable] | None, AggregateOperation]],
+                  window: WindowDefinition | None, name: str) -> Stage:
+    """Co-aggregate ``sides`` (stage, its key or None, its operation): batch, the `CoAggregate`
+    stage; with a window, the sides' items tagged, merged and window-aggregated by
+    `co_aggregate_operation` (one window vertex: Jet's plan too)."""
+    first = sides[0][0]
+    if len(sides) < 2:
+        raise PipelineError(f"stage {first.name!r}: {what} needs another stage to co-aggregate with (add(stage, op))")
+    keyed = sides[0][1] is not None
+    if window is not None:
+        tagged: Stage | None = None
+        for i, (stage, key_fn, _) in enumerate(sides):
+            _check_window(stage, window)
+            one = stage.map(Tag(i, key_fn or no_key), name=f"{name}-{i}")
+            tagged = one if tagged is None else tagged.merge(one, name=f"{name}-merge")
+        assert tagged is not None
+        op = co_aggregate_operation(*(op for _, _, op in sides))
+        windowed = tagged.group_by(tag_key).window(window) if keyed else tagged.window(window)
+        return windowed.aggregate(op, name=name)
+    for stage, _, _ in sides:
+        _check_bounded(stage, f"{what} (without a window)")
+    (_, k0, op0), (_, k1, op1), *more = sides
+    spec = first._declare(lambda: CoAggregate(k0, op0, k1, op1, more=tuple((k, op) for _, k, op in more)))
+    return first._next(spec, name, upstream=[stage.node for stage, _, _ in sides], timestamped=False)
 
 
 def _fn_name(kind: str, fn: Callable[..., Any]) -> str:

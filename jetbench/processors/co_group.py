@@ -1,25 +1,23 @@
-"""The co-group: two keyed batch inputs grouped together when both complete.
+"""The co-group: two keyed batch inputs grouped together when both complete (the co-aggregation
+of `jetbench.processors.co_aggregate` with `to_list` on both sides).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, ClassVar
 
 from ..core.dag import Routing
-from ..core.inbox import Inbox
-from .aggregate_operation import AggregateOperation
-from .emitter import EmittingProcessor
+from .aggregate_operation import to_list
+from .co_aggregate import CoAggregateP, Tag, co_aggregate_operation, partitioned_inputs, tag_key
 from .kind_params import KindParams, code
 from .planning import Output, Planner, PlanNode, StageSpec
-from .snapshotting import EntrySaver
-from .supplier import set_builder_code
 
 
-class CoGroupP(EmittingProcessor):
-    """Batch co-group of ordinal 0 (left) and ordinal 1 (right), both partitioned by key.
+class CoGroupP(CoAggregateP):
+    """Batch co-group of ordinal 0 (left) and ordinal 1 (right), both partitioned by key: the
+    co-aggregation (`CoAggregateP`) of both inputs with `to_list`.
 
     When both inputs are exhausted it emits ``(key, [left items], [right items])`` for every key
     seen on either side, in the order keys were first seen, each list in arrival order.
@@ -29,52 +27,11 @@ class CoGroupP(EmittingProcessor):
     ``complete()`` has begun, only the groups not yet emitted.
     """
 
-    snapshot_support: ClassVar[str] = "supported"
-
     def __init__(self, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable]):
-        self.key_fns = (left_key, right_key)
-        self.groups: dict[Hashable, tuple[list[Any], list[Any]]] = {}
-        self._results: Iterator[tuple[Hashable, list[Any], list[Any]]] | None = None
-        self._emitted = 0  # groups complete() has handed to the emitter
-        self._saver = EntrySaver()
+        super().__init__((left_key, right_key), (to_list(), to_list()))
 
-    def process(self, ordinal: int, inbox: Inbox) -> None:
-        groups, key = self.groups, self.key_fns[ordinal]
-        for item in inbox.take():
-            k = key(item)
-            group = groups.get(k)
-            if group is None:
-                group = groups[k] = ([], [])
-            group[ordinal].append(item)
-
-    def complete(self) -> bool:
-        if self._results is None:
-            self._results = self._groups_from(0)
-        if self._emitter.emit_from(self._results):
-            self.groups = {}
-            return True
-        return False
-
-    def _groups_from(self, start: int) -> Iterator[tuple[Hashable, list[Any], list[Any]]]:
-        for k, (lefts, rights) in islice(self.groups.items(), start, None):
-            self._emitted += 1
-            yield k, lefts, rights
-
-    def save_to_snapshot(self) -> bool:
-        if not self._emitter.flush():  # groups taken before the barrier go first
-            return False
-        skip = self._emitted if self._results is not None else 0
-        return self._saver.save(self.outbox, lambda: islice(self.groups.items(), skip, None))
-
-    def restore_from_snapshot(self, inbox: Inbox) -> None:
-        groups = self.groups
-        for key, (lefts, rights) in inbox.take():
-            group = groups.get(key)
-            if group is None:
-                groups[key] = (lefts, rights)
-            else:
-                group[0].extend(lefts)
-                group[1].extend(rights)
+    def result(self, key: Hashable, accs: list[Any]) -> tuple[Hashable, list[Any], list[Any]]:
+        return key, accs[0], accs[1]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -114,53 +71,11 @@ co_group = CoGroup
 CoGroupSpec = CoGroup
 
 
-class Tag:
-    """Marks an item with its side of a windowed co_group and its key: ``(side, key, item)``
-    (``side`` and ``key_fn`` are public for tools)."""
-
-    def __init__(self, side: int, key_fn: Callable[[Any], Hashable]):
-        self.side, self.key_fn = side, key_fn
-        self.__name__ = f"tag-{side}"
-
-    def __call__(self, item: Any) -> tuple[int, Hashable, Any]:
-        return self.side, self.key_fn(item), item
-
-
-def tag_key(tagged: tuple[int, Hashable, Any]) -> Hashable:
-    """The key of a tagged item."""
-    return tagged[1]
-
-
-set_builder_code(tag_key, "x[1]")
-
-
-def _co_group_create() -> tuple[list[Any], list[Any]]:
-    return [], []
-
-
-def _co_group_accumulate(acc: tuple[list[Any], list[Any]], tagged: tuple[int, Hashable, Any]) -> tuple[list[Any], list[Any]]:
-    acc[tagged[0]].append(tagged[2])
-    return acc
-
-
-def _co_group_combine(a: tuple[list[Any], list[Any]], b: tuple[list[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
-    a[0].extend(b[0])
-    a[1].extend(b[1])
-    return a
-
-
-#: Tagged items of both sides into ``([left items], [right items])`` per window and key.
-CO_GROUP = AggregateOperation(create=_co_group_create, accumulate=_co_group_accumulate, combine=_co_group_combine)
+#: Tagged items (`Tag`) of both sides into ``([left items], [right items])`` per window and key.
+CO_GROUP = co_aggregate_operation(to_list(), to_list())
 
 
 # -- in the DAG builder ---------------------------------------------------------------------------
-
-
-def _check(v: dict[str, Any], inbound: list[dict[str, Any]], outbound: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    if v["parallelism"] == 1:
-        return []
-    return [(f"input {e['target_ordinal']} should be partitioned by its key: equal keys must meet in one instance",
-             "warning") for e in inbound if e["routing"] != "partitioned"]
 
 
 def _edge_defaults(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
@@ -171,5 +86,7 @@ def _edge_defaults(p: dict[str, Any], ordinal: int) -> dict[str, Any]:
 BUILDER_KINDS = (
     CoGroup.builder_kind(id="co_group", label="co-group", category="join", inputs=True, outputs=True,
                          description="emits (key, [left items], [right items]) when both inputs complete",
-                         in_ports=("left", "right"), edge_defaults=_edge_defaults, check=_check),
+                         in_ports=("left", "right"), edge_defaults=_edge_defaults, check=partitioned_inputs),
 )
+
+__all__ = ["CO_GROUP", "CoGroup", "CoGroupP", "CoGroupSpec", "Tag", "co_group", "tag_key"]

@@ -123,7 +123,11 @@ class Declared:
     def params(self, name: str) -> tuple[Param, ...]:
         """The builder's parameters for this one."""
         if self.type == "op":
-            return OP, VALUE
+            if name == "op":
+                return OP, VALUE
+            op, value = op_names(name)
+            return (dataclasses.replace(OP, name=op),
+                    dataclasses.replace(VALUE, name=value, when=(op, VALUE.when[1] if VALUE.when else ())))
         if self.type == "window":
             return WINDOW_PARAMS
         shown = self.shown
@@ -136,7 +140,8 @@ class Declared:
         if self.when is not None and p.get(self.when[0]) not in self.when[1]:
             return default
         if self.type == "op":
-            return operation(p["op"], f.get("value") if p.get("op") in VALUE_OPS else None)
+            op, value = op_names(name)
+            return operation(p[op], f.get(value) if p.get(op) in VALUE_OPS else None)
         if self.type == "window":
             return window_of(p)
         if self.type in ("code", "steps"):
@@ -153,7 +158,8 @@ class Declared:
         if self.when is not None and p.get(self.when[0]) not in self.when[1]:
             return None
         if self.type == "op":
-            return operation_code(p["op"], f.get("value") if p.get("op") in VALUE_OPS else None)
+            op, value = op_names(name)
+            return operation_code(p[op], f.get(value) if p.get(op) in VALUE_OPS else None)
         if self.type == "window":
             return window_code(p)
         if self.type in ("code", "steps"):
@@ -170,7 +176,8 @@ class Declared:
     def read(self, name: str, value: Any, reader: Reader) -> dict[str, Any]:
         """The builder's parameter values that show ``value``."""
         if self.type == "op":
-            return read_operation(value, reader)
+            names = dict(zip(("op", "value"), op_names(name), strict=True))
+            return {names[k]: v for k, v in read_operation(value, reader).items()}
         if self.type == "window":
             return read_window(value)
         if value is None and self.optional:
@@ -184,6 +191,16 @@ class Declared:
         if self.type == "float":
             return {name: float(value)}
         return {name: value}
+
+
+def op_names(name: str) -> tuple[str, str]:
+    """The builder's names of an aggregate operation field ``name``: its choice and its value
+    function, ``op`` and ``value`` for a field named ``op``, ``op1`` and ``value1`` for ``op1``.
+
+    >>> op_names("op"), op_names("op1")
+    (('op', 'value'), ('op1', 'value1'))
+    """
+    return name, name.replace("op", "value", 1) if "op" in name else f"{name}_value"
 
 
 def _field(declared: Declared, default: Any = MISSING) -> Any:
@@ -234,7 +251,8 @@ def text(default: Any = MISSING, *, shown: str = "", help: str = "", was: tuple[
 
 
 def aggregate_op() -> Any:
-    """An aggregate operation of `jetbench.aggregate`: the builder's ``op`` and ``value``."""
+    """An aggregate operation of `jetbench.aggregate`: the builder's ``op`` and ``value`` (for a
+    field named otherwise, see `op_names`)."""
     return _field(Declared("op"))
 
 
