@@ -22,7 +22,7 @@ from ..processors.co_aggregate import CoAggregate, Tag, co_aggregate_operation, 
 from ..processors.co_group import CoGroup
 from ..processors.custom_transform import CustomTransform
 from ..processors.distinct import Distinct
-from ..processors.hash_join import HashJoin
+from ..processors.hash_join import HashJoin, JoinClause, MultiHashJoin
 from ..processors.insert_watermarks import InsertWatermarks
 from ..processors.kind_params import KindParamError
 from ..processors.map_stateful import MapStateful
@@ -447,6 +447,79 @@ class Stage:
         return self._next(spec, name or "hash-join", upstream=[self.node, other.node],
                           timestamped=self.node.timestamped)
 
+    def hash_join2(self, stage1: Stage, clause1: JoinClause, stage2: Stage, clause2: JoinClause,
+                   map_to_output: Callable[..., Any] | None = None, name: str | None = None) -> Stage:
+        """Jet's ``hashJoin2``: each item joined with the matches of two batch stages (loaded
+        first), each met by its `JoinClause`: emits ``(item, match 1, match 2)`` per combination
+        of matches, None for a stage without match (left outer), or ``map_to_output(item, match 1,
+        match 2)`` (None: dropped); see `jetbench.processors.hash_join.MultiHashJoin`.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> from jetbench.pipeline import JoinClause
+        >>> p = Pipeline()
+        >>> orders = p.read_from(sources.items([("tea", 1), ("pen", 3)]))
+        >>> people = p.read_from(sources.items([(1, "ann"), (3, "bob")]))
+        >>> prices = p.read_from(sources.items([("tea", 4)]))
+        >>> _ = orders.hash_join2(people, JoinClause.on_keys(lambda o: o[1], lambda c: c[0]).projecting(lambda c: c[1]),
+        ...                       prices, JoinClause.join_map_entries(lambda o: o[0])).write_to(sinks.collect())
+        >>> sorted(run(p))
+        [(('pen', 3), 'bob', None), (('tea', 1), 'ann', 4)]
+        """
+        builder = self._join_builder("hash_join2")
+        builder._add(stage1, clause1)
+        builder._add(stage2, clause2)
+        return builder.build(map_to_output, name=name)
+
+    def inner_hash_join(self, other: Stage, clause: JoinClause, map_to_output: Callable[..., Any] | None = None,
+                        name: str | None = None) -> Stage:
+        """Jet's ``innerHashJoin``: as `hash_join2` with one batch stage, an item without match
+        dropped: ``(item, match)`` or ``map_to_output(item, match)``.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> from jetbench.pipeline import JoinClause
+        >>> p = Pipeline()
+        >>> orders = p.read_from(sources.items([("tea", 1), ("pen", 3)]))
+        >>> people = p.read_from(sources.items([(1, "ann")]))
+        >>> clause = JoinClause.on_keys(lambda o: o[1], lambda c: c[0]).projecting(lambda c: c[1])
+        >>> _ = orders.inner_hash_join(people, clause, lambda o, who: f"{who} ordered {o[0]}").write_to(sinks.collect())
+        >>> run(p)
+        ['ann ordered tea']
+        """
+        builder = self._join_builder("inner_hash_join")
+        builder._add(other, clause)
+        return builder.build(map_to_output, how="inner", name=name)
+
+    def inner_hash_join2(self, stage1: Stage, clause1: JoinClause, stage2: Stage, clause2: JoinClause,
+                         map_to_output: Callable[..., Any] | None = None, name: str | None = None) -> Stage:
+        """Jet's ``innerHashJoin2``: `hash_join2`, an item either stage has no match for dropped."""
+        builder = self._join_builder("inner_hash_join2")
+        builder._add(stage1, clause1)
+        builder._add(stage2, clause2)
+        return builder.build(map_to_output, how="inner", name=name)
+
+    def hash_join_builder(self) -> HashJoinBuilder:
+        """Jet's ``hashJoinBuilder``: join this stage's items with any number of batch stages,
+        each added with its `JoinClause`; ``add`` gives each its tag, the place of its match in
+        ``(item, match 1, ..., match N)`` (the item is 0), which ``build(map_to_output=None,
+        how="left")`` emits per combination of matches.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> from jetbench.pipeline import JoinClause
+        >>> p = Pipeline()
+        >>> words = p.read_from(sources.items(["tea", "ink"]))
+        >>> sizes = [p.read_from(sources.items(xs)) for xs in (["t3"], ["i5", "t1"], ["t0", "t9"])]
+        >>> builder = words.hash_join_builder()
+        >>> [builder.add(s, JoinClause.on_keys(lambda w: w[0], lambda x: x[0])) for s in sizes]
+        [1, 2, 3]
+        >>> _ = builder.build(lambda w, a, b, c: (w, a, b, c), how="inner").write_to(sinks.collect())
+        >>> sorted(run(p))
+        [('tea', 't3', 't1', 't0'), ('tea', 't3', 't1', 't9')]
+        """
+        return self._join_builder("hash_join_builder")
+
+    def _join_builder(self, what: str) -> HashJoinBuilder:
+        return HashJoinBuilder(self, what)
+
     def co_group(self, other: Stage, left_key: Callable[[Any], Hashable], right_key: Callable[[Any], Hashable],
                  window: WindowDefinition | None = None, name: str | None = None) -> Stage:
         """Group both stages by key: this stage's items by ``left_key(item)``, ``other``'s by
@@ -749,6 +822,49 @@ class AggregateBuilder:
     def build(self, name: str | None = None) -> Stage:
         """The stage of the co-aggregated results."""
         return _co_aggregate(self._what, self._sides, self.window_def, name or "co-aggregate")
+
+
+class HashJoinBuilder:
+    """Jet's ``HashJoinBuilder``: the batch stages a stage's items are hash-joined with, each by
+    its `JoinClause`; ``add`` gives each its tag (its match's place in the result tuple)."""
+
+    def __init__(self, stage: Stage, what: str = "hash_join_builder"):
+        self.stage, self._what = stage, what
+        self._sides: list[tuple[Stage, JoinClause]] = []
+
+    def add(self, other: Stage, clause: JoinClause) -> int:
+        """Join with ``other``'s items (a batch stage) as ``clause`` says; its tag."""
+        self._add(other, clause)
+        return len(self._sides)
+
+    def _add(self, other: Any, clause: Any) -> None:
+        _check_same_pipeline(self.stage, other)
+        if not isinstance(clause, JoinClause):
+            raise PipelineError(f"stage {self.stage.name!r}: {self._what} joins {other.name!r} by a JoinClause "
+                                f"(JoinClause.on_keys(left_key, right_key)), got {clause!r}")
+        _check_bounded(other, f"the build side of {self._what}")
+        self._sides.append((other, clause))
+
+    def build(self, map_to_output: Callable[..., Any] | None = None, how: str = "left",
+              name: str | None = None) -> Stage:
+        """The stage of the joined items: ``(item, match 1, ..., match N)`` or
+        ``map_to_output(item, match 1, ..., match N)`` (None: dropped); ``how="left"`` (Jet's)
+        puts None for a stage without match, ``"inner"`` drops the item."""
+        stage, sides = self.stage, self._sides
+        if not sides:
+            raise PipelineError(f"stage {stage.name!r}: {self._what} needs a stage to join with (add(stage, clause))")
+        first, *rest = (clause for _, clause in sides)
+        second = rest.pop(0) if rest else None
+
+        def make() -> MultiHashJoin:
+            return MultiHashJoin(first.left_key, first.right_key, first.projection,
+                                 second.left_key if second else None, second.right_key if second else None,
+                                 second.projection if second else None, how=how, more=tuple(rest),
+                                 map_to_output=map_to_output)
+
+        spec = stage._declare(make)
+        return stage._next(spec, name or "hash-join", upstream=[stage.node, *(s.node for s, _ in sides)],
+                           timestamped=stage.node.timestamped)
 
 
 def _co_aggregate(what: str, sides: Sequence[tuple[Stage, Callable[[Any], Hashable] | None, AggregateOperation]],

@@ -48,6 +48,8 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "global_combine": {"op": "to_set"},
     "hash_join": {"left_key": "x % 3", "right_key": "x[0]", "how": "left", "timestamped": True},
     "co_group": {"left_key": "x[0]", "right_key": "x[1]"},
+    "multi_hash_join": {"left_key1": "x % 3", "right_key1": "x[0]", "projection1": "x[1]", "left_key2": "x % 2",
+                        "right_key2": "x", "how": "inner", "timestamped": True},
     "co_aggregate": {"key0": "x % 2", "op0": "summing", "value0": "x * 2", "key1": "x % 3", "op1": "to_list"},
     "rolling_aggregate": {"key_fn": "x % 2", "op": "summing", "value": "x", "timestamped": False},
     "distinct": {"key_fn": "x // 2"},
@@ -165,3 +167,10 @@ def test_a_global_co_aggregation_walks(tmp_path):
     """``co_aggregate`` without keys (one group: Jet's aggregate2 of two stages) survives
     read-back and code as well."""
     walk("co_aggregate", str(tmp_path), {}, {"key0": "", "op0": "counting", "key1": "", "op1": "max_by", "value1": "x"})
+
+
+def test_a_multi_hash_join_of_one_build_side_walks(tmp_path):
+    """``multi_hash_join`` without build side 2 (Jet's innerHashJoin with a projection) survives
+    read-back and code as well."""
+    walk("multi_hash_join", str(tmp_path), {}, {"left_key1": "x", "right_key1": "x[0]", "projection1": "x[1]",
+                                                "left_key2": "", "right_key2": "", "how": "inner"})
