@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from hypothesis_budget import examples
 
 from jetbench import JobConfig, Pipeline, WindowResult, aggregate, run, sinks, sources, window
-from jetbench.core.errors import JobError
 from jetbench.pipeline.errors import PipelineError
 from jetbench.processors.co_aggregate import CoAggregate
 
@@ -150,17 +149,3 @@ def test_bad_input_is_refused_naming_the_stage():
         timed.window(window.tumbling(10)).aggregate2(aggregate.counting(), q.read_from(sources.items([1])),
                                                      aggregate.counting())
 
-
-def boom(x):
-    raise ValueError(f"no key for {x!r}")
-
-
-def test_a_key_function_that_raises_fails_the_job_naming_the_stage():
-    p = Pipeline()
-    a = p.read_from(sources.items([1, 2]))
-    b = p.read_from(sources.items([3]))
-    a.group_by(abs).aggregate2(aggregate.counting(), b.group_by(boom), aggregate.counting(), name="joined") \
-        .write_to(sinks.collect())
-    with pytest.raises(JobError) as info:
-        run(p)
-    assert "joined" in str(info.value) and "no key for 3" in str(info.value)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import importlib
 import operator
-from itertools import product
 
 import pytest
+from hash_join_model import hash_join_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
@@ -23,20 +23,6 @@ SETTINGS = settings(max_examples=examples(25), deadline=None, suppress_health_ch
 
 first = operator.itemgetter(0)
 second = operator.itemgetter(1)
-
-
-def model(probe, builds, clauses, how, map_to_output=None):
-    """Jet's hash join in plain Python: per probe item, every combination of one match per
-    build side (its projection), None for a side without match (left) or the item dropped (inner)."""
-    out = []
-    for left in probe:
-        matches = [[c.project(r) for r in build if c.right_key(r) == c.left_key(left)] or
-                   ([None] if how == "left" else []) for build, c in zip(builds, clauses, strict=True)]
-        for combo in product(*matches):
-            result = (left, *combo) if map_to_output is None else map_to_output(left, *combo)
-            if result is not None:
-                out.append(result)
-    return out
 
 
 def supplier(clauses, how, map_to_output=None):
@@ -68,7 +54,7 @@ def test_the_join_equals_the_model_in_every_mode(data, n, how, mapped):
     clauses = CLAUSES[:n]
     fn = keep_odd_sums if mapped else None
     verify_processor(supplier(clauses, how, fn), inputs=[probe, *builds], priorities=[0] + [-1] * n,
-                     expected=model(probe, builds, clauses, how, fn))
+                     expected=hash_join_model(probe, builds, clauses, how, fn))
 
 
 def test_timestamped_probe_items_keep_their_timestamps_and_watermarks_pass():
