@@ -143,7 +143,7 @@ def status_html(status: Any) -> str:
     if status.ui_url:
         url = html.escape(status.ui_url, quote=True)
         line = line.replace(html.escape(f"Spark UI {status.ui_url}"),
-                            f'<a href="{url}" target="_blank" rel="noopener">Spark UI {html.escape(status.ui_url)}</a>')
+                            f'<a href="{url}" target="_blank" rel="noopener"{_LINK}>Spark UI {html.escape(status.ui_url)}</a>')
     rows = []
     for s in status.stages:
         share = 1.0 if s.finished else (s.done / s.total if s.total else 0.0)
@@ -152,7 +152,7 @@ def status_html(status: Any) -> str:
         stage = f"stage {s.stage_id}"
         link = status.stage_url(s.stage_id)
         if link:
-            stage = f'<a href="{html.escape(link, quote=True)}" target="_blank" rel="noopener">{stage}</a>'
+            stage = f'<a href="{html.escape(link, quote=True)}" target="_blank" rel="noopener"{_LINK}>{stage}</a>'
         duration = "" if s.duration_s is None else f"{s.duration_s:.1f} s"
         rows.append(
             f'<tr class="jb-spark-stage" data-stage="{s.stage_id}" data-state="{s.state}"><td>{stage}</td>'
@@ -163,8 +163,12 @@ def status_html(status: Any) -> str:
     table = ""
     if rows:
         head = "".join(f"<th>{h}</th>" for h in ("stage", "name", "", "tasks", "state", "duration"))
-        table = f'<table style="font-size:90%"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        table = f'<table style="font-size:90%;border-spacing:10px 2px"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
     return f'<div class="jb-spark-progress"><div>{line}</div>{table}</div>'
+
+
+#: links look like links in JupyterLab, which resets their style
+_LINK = ' style="color:#2563eb;text-decoration:underline"'
 
 
 def _short(name: str, width: int = 60) -> str:

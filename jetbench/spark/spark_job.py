@@ -213,8 +213,7 @@ class SparkJob:
             failure = spark_failure(error) if isinstance(error, Exception) else error
             if failure is not error:
                 failure.__cause__ = error
-        with contextlib.suppress(Exception):  # the status tracker reads the listener bus's events
-            self.sc._jsc.sc().listenerBus().waitUntilEmpty(_LISTENER_WAIT_MS)
+        self._settle(failure is not None)
         self._source.finish()
         message = str(failure).splitlines()[0] if failure is not None and str(failure) else \
             (type(failure).__name__ if failure is not None else None)
@@ -235,6 +234,19 @@ class SparkJob:
         for fn in listeners:
             with contextlib.suppress(Exception):
                 fn(self)
+
+    def _settle(self, stopped: bool) -> None:
+        """Let Spark's status catch up with the job's end: the listener bus's events read (the
+        status tracker is fed by them); for a job cancelled or failed, also its tasks ended: Spark
+        ends a cancelled job at once and kills its running tasks after, and no task of the job
+        runs on (nor shows as running in its final state) once it has ended (at most `CANCEL_GRACE_S`)."""
+        with contextlib.suppress(Exception):
+            bus = self.sc._jsc.sc().listenerBus()
+            bus.waitUntilEmpty(_LISTENER_WAIT_MS)
+            deadline = time.monotonic() + CANCEL_GRACE_S
+            while stopped and self._source.read().tasks_running and time.monotonic() < deadline:
+                time.sleep(0.05)
+                bus.waitUntilEmpty(_LISTENER_WAIT_MS)
 
     # -- waiting ---------------------------------------------------------------------------------
 

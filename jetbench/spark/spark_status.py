@@ -47,13 +47,14 @@ class SparkStageStatus:
     @property
     def state(self) -> str:
         """``skipped``, ``done``, ``running``, ``waiting`` (submitted, no task started yet),
-        ``pending`` (not submitted) or, for a stage its ended job did not finish, ``stopped``."""
+        ``pending`` (not submitted) or, for a stage its ended job did not finish, ``failed``
+        (a task of it failed) or ``stopped`` (cancelled, or another stage failed)."""
         if self.skipped:
             return "skipped"
         if self.finished:
             return "done"
         if self.ended:
-            return "stopped"
+            return "failed" if self.failed else "stopped"
         if self.running or self.done:
             return "running"
         return "waiting" if self.duration_s is not None else "pending"
@@ -167,8 +168,8 @@ class SparkStatusSource:
                     continue
                 done, running, failed, total = (int(stage.numCompletedTasks()), int(stage.numActiveTasks()),
                                                 int(stage.numFailedTasks()), int(stage.numTasks()))
-                skipped = job_ended and done == 0 and running == 0
-                submitted = int(stage.submissionTime())
+                submitted = int(stage.submissionTime())  # 0: Spark has not submitted it
+                skipped = job_ended and submitted <= 0 and done == 0
                 duration = None
                 if submitted > 0 and not skipped:
                     end = now

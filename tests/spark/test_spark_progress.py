@@ -79,15 +79,15 @@ def test_the_notebook_rows_link_the_spark_ui_on_loopback():
         SparkStageStatus(3, "not submitted", 0, 0, 0, 2),
     ], 2, "http://127.0.0.1:4040")
     page = status_html(status)
-    assert '<a href="http://127.0.0.1:4040" target="_blank" rel="noopener">Spark UI http://127.0.0.1:4040</a>' in page
+    link = ' target="_blank" rel="noopener" style="color:#2563eb;text-decoration:underline">'
+    assert f'<a href="http://127.0.0.1:4040"{link}Spark UI http://127.0.0.1:4040</a>' in page
     assert page.count('class="jb-spark-stage"') == 4
     assert "1/2 done, 1 running" in page and "skipped" in page and "2/2 done" in page
     assert [s.state for s in status.stages] == ["done", "running", "skipped", "pending"]
     assert "<td>done</td><td>0.8 s</td>" in page and "<td>running</td><td>0.5 s</td>" in page
-    assert ('<a href="http://127.0.0.1:4040/stages/stage/?id=1&amp;attempt=0" target="_blank" rel="noopener">stage 1'
-            '</a>') in page
-    ended = SparkStageStatus(4, "cut short", 1, 0, 0, 2, duration_s=1.0, ended=True)
-    assert ended.state == "stopped"
+    assert f'<a href="http://127.0.0.1:4040/stages/stage/?id=1&amp;attempt=0"{link}stage 1</a>' in page
+    assert SparkStageStatus(4, "cut short", 1, 0, 0, 2, duration_s=1.0, ended=True).state == "stopped"
+    assert SparkStageStatus(5, "a task failed", 1, 0, 1, 2, duration_s=1.0, ended=True).state == "failed"
     assert status.summary() == ("Spark wordcount: running 1.5 s · 2 jobs · stages 2/4 done · tasks 3/6 (1 running)"
                                 " · Spark UI http://127.0.0.1:4040")
 
