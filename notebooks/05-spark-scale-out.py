@@ -95,7 +95,10 @@ wordcount
 # stage with its tasks done, running and in all (from Spark's status tracker), and a link to
 # the Spark UI when the session runs one (`session(ui=True)`, bound to 127.0.0.1). Here it is
 # asked for explicitly (`progress=True`) and shown from the start; by default it appears once
-# a job has run half a second.
+# a job has run half a second. Spark names the stages after the pipeline ("jetbench Pipeline:
+# results · stage 0: ..." and the stage's vertices). `runner.submit(wordcount)` returns at once
+# with a handle like a local job's (`join()`, `cancel()`, `metrics()`), whose `dashboard()` shows
+# these rows live with a Cancel button.
 
 # %%
 from jetbench.notebook import progress
