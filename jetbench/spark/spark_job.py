@@ -286,7 +286,9 @@ def call_site(sc: Any, short: str, long: str) -> Iterator[None]:
 
     pyspark sets the call site itself around each action (``SCCallSiteSync``: "toArrow at
     file:line"), but only at the outermost level of a count it keeps: this holds that count
-    for the block, so the name set here is the one Spark sees."""
+    for the block, so the name set here is the one Spark sees. The count is pyspark's, one for
+    the process: an action another thread starts meanwhile keeps Spark's own name for its
+    stages (the JVM's call site) instead of pyspark's "<action> at <file>:<line>"."""
     from pyspark.traceback_utils import SCCallSiteSync
 
     sc.setLocalProperty("callSite.short", short)

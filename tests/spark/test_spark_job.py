@@ -113,6 +113,23 @@ def test_spark_names_the_stages_after_the_pipeline(runner, spark):
     assert len(list(jobs)) == job.metrics().jobs
 
 
+def test_an_error_in_a_task_names_the_vertex_and_leaves_nothing_running(runner, spark):
+    p = Pipeline(fuse=False)
+    p.read_from(sources.items(range(10))).map(lambda x: 1 // (x - 5), name="boom").write_to(sinks.collect())
+    job = runner.submit(p)
+    with pytest.raises(JobError, match="boom") as info:
+        job.join()
+    assert info.value.vertex == "boom" and "ZeroDivisionError" in str(info.value)
+    assert job.status is JobStatus.FAILED and job.failure is info.value
+    assert job.metrics().status == "failed" and "boom" in (job.metrics().error or "")
+    assert any(s.state == "failed" and s.failed > 0 for s in job.metrics().stages)
+    assert job.metrics().tasks_running == 0
+    board = job.dashboard()  # of an ended job: its final state at once, no sampler
+    assert not board.is_sampling and board.state["status"] == "failed" and board.cancel_button.disabled
+    assert "boom" in board.state["summary"] and any(r["state"] == "failed" for r in board.state["rows"])
+    assert not job.thread.is_alive() and active_jobs_of(spark, job) == [] and no_thread_left()
+
+
 @pytest.mark.slow
 def test_cancel_stops_the_spark_jobs_and_join_raises_job_cancelled(runner, spark, tmp_path):
     job = runner.submit(gated_pipeline(tmp_path / "never"), name="to-cancel")
@@ -127,20 +144,6 @@ def test_cancel_stops_the_spark_jobs_and_join_raises_job_cancelled(runner, spark
     assert final.tasks_running == 0  # Spark's killed tasks have ended too
     job.cancel()  # cancelling an ended job does nothing
     assert job.status is JobStatus.CANCELLED  # (that the session goes on: test_spark_progress.py's interrupt test)
-
-
-def test_an_error_in_a_task_names_the_vertex_and_leaves_nothing_running(runner, spark):
-    p = Pipeline(fuse=False)
-    p.read_from(sources.items(range(10))).map(lambda x: 1 // (x - 5), name="boom").write_to(sinks.collect())
-    job = runner.submit(p)
-    with pytest.raises(JobError, match="boom") as info:
-        job.join()
-    assert info.value.vertex == "boom" and "ZeroDivisionError" in str(info.value)
-    assert job.status is JobStatus.FAILED and job.failure is info.value
-    assert job.metrics().status == "failed" and "boom" in (job.metrics().error or "")
-    assert any(s.state == "failed" and s.failed > 0 for s in job.metrics().stages)
-    assert job.metrics().tasks_running == 0
-    assert not job.thread.is_alive() and active_jobs_of(spark, job) == [] and no_thread_left()
 
 
 @pytest.mark.slow
