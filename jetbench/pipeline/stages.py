@@ -540,7 +540,7 @@ class Stage:
         spec = self._declare(lambda: CoGroup(left_key, right_key))
         if window is not None:
             sides = [(self, left_key, to_list()), (other, right_key, to_list())]
-            return _co_aggregate("co_group", sides, window, name or "co-group")
+            return _co_aggregate("co_group", sides, window, name or "co-group", labels=("left", "right"))
         _check_bounded(self, "co_group (without a window)")
         _check_bounded(other, "co_group (without a window)")
         return self._next(spec, name or "co-group", upstream=[self.node, other.node], timestamped=False)
@@ -868,10 +868,11 @@ class HashJoinBuilder:
 
 
 def _co_aggregate(what: str, sides: Sequence[tuple[Stage, Callable[[Any], Hashable] | None, AggregateOperation]],
-                  window: WindowDefinition | None, name: str) -> Stage:
+                  window: WindowDefinition | None, name: str, labels: tuple[str, ...] | None = None) -> Stage:
     """Co-aggregate ``sides`` (stage, its key or None, its operation): batch, the `CoAggregate`
-    stage; with a window, the sides' items tagged, merged and window-aggregated by
-    `co_aggregate_operation` (one window vertex: Jet's plan too)."""
+    stage; with a window, the sides' items tagged (stages ``name-0``, ``name-1`` ..., or
+    ``name-<label>``), merged and window-aggregated by `co_aggregate_operation` (one window
+    vertex: Jet's plan too)."""
     first = sides[0][0]
     if len(sides) < 2:
         raise PipelineError(f"stage {first.name!r}: {what} needs another stage to co-aggregate with (add(stage, op))")
@@ -880,8 +881,8 @@ def _co_aggregate(what: str, sides: Sequence[tuple[Stage, Callable[[Any], Hashab
         tagged: Stage | None = None
         for i, (stage, key_fn, _) in enumerate(sides):
             _check_window(stage, window)
-            one = stage.map(Tag(i, key_fn or no_key), name=f"{name}-{i}")
-            tagged = one if tagged is None else tagged.merge(one, name=f"{name}-merge")
+            one = stage.map(Tag(i, key_fn or no_key), name=f"{name}-{labels[i] if labels else i}")
+            tagged = one if tagged is None else tagged.merge(one, name=None if labels else f"{name}-merge")
         assert tagged is not None
         op = co_aggregate_operation(*(op for _, _, op in sides))
         windowed = tagged.group_by(tag_key).window(window) if keyed else tagged.window(window)

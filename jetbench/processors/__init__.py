@@ -12,7 +12,8 @@ sources                    `items_source`, `files_source`, `generator_source`, `
 stateless                  `transform` (map, filter, flat_map, fused chains: `transform_chain`)
 with a service             `map_using_service`, `map_using_service_async`
 aggregation                `aggregation` (keyed or global, one or two stages)
-joins                      `hash_join`, `co_group`
+joins                      `hash_join` (also with `JoinClause` s: `multi_hash_join`), `co_aggregate`
+                           (Jet's aggregate2/aggregateBuilder), `co_group` (its `to_list` form)
 event time                 `insert_watermarks`, `window_aggregate` (`sliding_window`, `session_window`),
                            `flat_map_stateful` (keyed state, timers)
 sinks                      `collect_sink`, `noop_sink`, `to_dict_sink`, `callback_sink`,

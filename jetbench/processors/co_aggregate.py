@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from ..core.dag import Routing
 from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
-from .aggregate_operation import AggregateOperation, require_operation
+from .aggregate_operation import AggregateOperation, require_operation, to_list
 from .builder_kind import Unreadable, single_instance
 from .emitter import EmittingProcessor
 from .kind_params import KindParamError, KindParams, aggregate_op, code, planned
@@ -67,13 +67,18 @@ class CoAggregateP(EmittingProcessor):
         return [op.create() for op in self.ops]
 
     def process(self, ordinal: int, inbox: Inbox) -> None:
-        groups, key, accumulate = self.groups, self.key_fns[ordinal], self.ops[ordinal].accumulate
+        groups, key, op = self.groups, self.key_fns[ordinal], self.ops[ordinal]
+        new_group, accumulate = self._new_group, op.accumulate
+        lists = op is to_list()  # co_group's sides: to_list's accumulate without the call
         for item in inbox.take():
             k = key(item)
             accs = groups.get(k)
             if accs is None:
-                accs = groups[k] = self._new_group()
-            accs[ordinal] = accumulate(accs[ordinal], item)
+                accs = groups[k] = new_group()
+            if lists:
+                accs[ordinal].append(item)
+            else:
+                accs[ordinal] = accumulate(accs[ordinal], item)
 
     def result(self, key: Hashable, accs: list[Any]) -> Any:
         """What a group emits."""
@@ -146,12 +151,24 @@ def co_aggregate_operation(*ops: AggregateOperation) -> AggregateOperation:
         raise JetbenchError("co_aggregate_operation() needs at least one AggregateOperation")
     ops = tuple(require_operation(op, f"co_aggregate_operation() argument {i + 1}") for i, op in enumerate(ops))
     accumulates = tuple(op.accumulate for op in ops)
+    creates = tuple(op.create for op in ops)
     finishes = tuple(op.finish_fn for op in ops)
+    lists = all(op is to_list() for op in ops)  # co_group's: the per-group calls cut to C where they can be
+
+    def create() -> list[Any]:
+        return [c() for c in creates]
 
     def accumulate(acc: list[Any], tagged: tuple[int, Hashable, Any]) -> list[Any]:
         side = tagged[0]
         acc[side] = accumulates[side](acc[side], tagged[2])
         return acc
+
+    def append(acc: list[Any], tagged: tuple[int, Hashable, Any]) -> list[Any]:
+        acc[tagged[0]].append(tagged[2])  # to_list's accumulate, without the call
+        return acc
+
+    def finish(acc: list[Any]) -> tuple[Any, ...]:
+        return tuple([f(a) for f, a in zip(finishes, acc, strict=True)])
 
     def sides(fns: tuple[Callable[[Any, Any], Any] | None, ...]) -> Callable[[list[Any], list[Any]], list[Any]] | None:
         if any(fn is None for fn in fns):
@@ -163,10 +180,10 @@ def co_aggregate_operation(*ops: AggregateOperation) -> AggregateOperation:
         return each
 
     return AggregateOperation(
-        create=lambda: [op.create() for op in ops],
-        accumulate=accumulate,
+        create=create,
+        accumulate=append if lists else accumulate,
         combine=sides(tuple(op.combine for op in ops)),
-        finish=lambda acc: tuple(f(a) for f, a in zip(finishes, acc, strict=True)),
+        finish=tuple if all(op.finish is None for op in ops) else finish,
         deduct=sides(tuple(op.deduct for op in ops)),
     )
 
