@@ -491,7 +491,19 @@ class Stage:
 
     def inner_hash_join2(self, stage1: Stage, clause1: JoinClause, stage2: Stage, clause2: JoinClause,
                          map_to_output: Callable[..., Any] | None = None, name: str | None = None) -> Stage:
-        """Jet's ``innerHashJoin2``: `hash_join2`, an item either stage has no match for dropped."""
+        """Jet's ``innerHashJoin2``: `hash_join2`, an item either stage has no match for dropped.
+
+        >>> from jetbench import Pipeline, run, sinks, sources
+        >>> from jetbench.pipeline import JoinClause
+        >>> p = Pipeline()
+        >>> orders = p.read_from(sources.items([("tea", 1), ("pen", 3)]))
+        >>> people = p.read_from(sources.items([(1, "ann"), (3, "bob")]))
+        >>> prices = p.read_from(sources.items([("tea", 4)]))
+        >>> _ = orders.inner_hash_join2(people, JoinClause.join_map_entries(lambda o: o[1]),
+        ...                             prices, JoinClause.join_map_entries(lambda o: o[0])).write_to(sinks.collect())
+        >>> run(p)
+        [(('tea', 1), 'ann', 4)]
+        """
         builder = self._join_builder("inner_hash_join2")
         builder._add(stage1, clause1)
         builder._add(stage2, clause2)
@@ -720,7 +732,20 @@ class GroupedStage:
 
     def aggregate_builder(self, op0: AggregateOperation) -> AggregateBuilder:
         """Keyed co-aggregation of any number of grouped stages (``builder.add(stage.group_by(k),
-        op)``): ``(key, (result 0, ..., result N))``; see `Stage.aggregate_builder`."""
+        op)``): ``(key, (result 0, ..., result N))``; see `Stage.aggregate_builder`.
+
+        >>> from jetbench import Pipeline, aggregate, run, sinks, sources
+        >>> p = Pipeline()
+        >>> a, b, c = (p.read_from(sources.items(xs)) for xs in (["ab", "c"], ["a"], ["cd", "ce"]))
+        >>> first_letter = lambda w: w[0]
+        >>> builder = a.group_by(first_letter).aggregate_builder(aggregate.counting())
+        >>> builder.add(b.group_by(first_letter), aggregate.to_list()), \\
+        ...     builder.add(c.group_by(first_letter), aggregate.counting())
+        (1, 2)
+        >>> _ = builder.build().write_to(sinks.collect())
+        >>> sorted(run(p))
+        [('a', (1, ['a'], 0)), ('c', (1, [], 2))]
+        """
         return self._co_builder(op0, "aggregate_builder")
 
     def _co_builder(self, op0: AggregateOperation, what: str) -> AggregateBuilder:
