@@ -36,6 +36,8 @@ BATCH = 2048
 POLL_S = 0.1
 #: how often the lag's high watermarks are refreshed from the consumer's cache
 HIGH_OFFSETS_EVERY_S = 0.5
+#: how long to wait for the broker's answer for a partition with no high watermark cached yet
+HIGH_OFFSETS_WAIT_S = 0.5
 _KIND = "KafkaSourceP"
 _OFFSET_TAG = "KafkaSourceP.offset"
 
@@ -141,6 +143,9 @@ class KafkaSourceP(EmittingProcessor):
         items: list[Any] = []
         wm_state = self._wm
         now = self.context.clock.monotonic()
+        # before emitting: a source that a full queue holds back in emit still shows its lag
+        if now - self._high_at >= HIGH_OFFSETS_EVERY_S:
+            self._refresh_high_offsets(now)
         for m in messages:
             error = m.error()
             if error is not None:
@@ -180,18 +185,27 @@ class KafkaSourceP(EmittingProcessor):
         if items:
             emitter.emit_stamped(stamps, items)
         self._poll_watermarks()
-        if now - self._high_at >= HIGH_OFFSETS_EVERY_S:
-            self._refresh_high_offsets(now)
         return self.bounded and len(self._ended) == len(self._mine) and not emitter.pending
 
     def _refresh_high_offsets(self, now: float) -> None:
-        """The partitions' high watermarks as the last fetches reported them (no request)."""
-        self._high_at = now
+        """The partitions' high watermarks as the last fetches reported them; a partition not
+        fetched yet (a source held back by a full queue after reading another) is asked of the
+        broker, briefly; one still unknown is asked again at the next call."""
         consumer = self._consumer
+        known = True
         for tp in self._assigned:
             _, high = consumer.get_watermark_offsets(tp, cached=True)
+            if high < 0:
+                try:
+                    _, high = consumer.get_watermark_offsets(tp, timeout=HIGH_OFFSETS_WAIT_S)
+                except Exception:  # noqa: BLE001 - the broker did not answer in time: ask again later
+                    high = -1
             if high >= 0:
                 self.high_offsets[(tp.topic, tp.partition)] = high
+            else:
+                known = False
+        if known:
+            self._high_at = now
 
     def _offer_watermark(self, wm: Watermark) -> None:
         # a non-cooperative source's outbox blocks rather than refuse (jetbench.core.processor)

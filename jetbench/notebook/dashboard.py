@@ -236,7 +236,8 @@ class Dashboard(anywidget.AnyWidget):
             f"The dashboard of job {self.job.name!r} as last seen (a static copy: the live one needs a running kernel).")
 
     def snapshot_html(self) -> str:
-        """The last state as static HTML: status and totals, then a row per vertex."""
+        """The last state as static HTML: status and totals, then a row per vertex (and one per
+        partition a source reads, with its lag)."""
         import html
 
         s = self.state or {}
@@ -252,8 +253,16 @@ class Dashboard(anywidget.AnyWidget):
         head = (f"<b>jetbench · {html.escape(str(s.get('job', self.job.name)))}</b> · {html.escape(str(s.get('status', '')))}"
                 f" · {s.get('elapsed_s', 0)} s · sources emitted {totals.get('sources_out', 0):,}"
                 f" · sinks received {totals.get('sinks_in', 0):,}")
+        if totals.get("lag") is not None:
+            head += f" · lag {totals['lag']:,} records"
+        parts = "".join(
+            f"<tr><td>{html.escape(str(r.get('vertex')))} #{r.get('instance')}</td><td>{html.escape(str(r.get('partition')))}</td>"
+            + "".join(f"<td>{'' if r.get(k) is None else format(r[k], ',')}</td>" for k in ("offset", "high", "lag"))
+            + "</tr>" for r in s.get("partitions") or [])
+        partitions = (f"<table><thead><tr><th>source</th><th>partition</th><th>offset</th><th>high</th><th>lag</th>"
+                      f"</tr></thead><tbody>{parts}</tbody></table>") if parts else ""
         return (f"<div>{head}</div><table><thead><tr><th>vertex</th><th>instances</th><th>in</th><th>out</th>"
-                f"</tr></thead><tbody>{cells}</tbody></table>")
+                f"</tr></thead><tbody>{cells}</tbody></table>{partitions}")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         if self._side and not self._displaying:  # already in the side panel: no second copy inline

@@ -9,6 +9,9 @@ a fixed number of points, and worker series are capped. Rates come from deltas b
 For a job with a processing guarantee, while a snapshot is in flight (``barrier_in_flight``) each
 queue row says where its barrier is (`barrier_state`: in the queue, held for alignment, passed)
 and each tasklet row where the instance is in that snapshot (``snap``: "aligning", "saving", ...).
+A job reading partitions (Kafka) has a row per partition in ``partitions`` (offset read, high
+watermark, lag, event-time watermark, records/s; `jetbench.notebook.source_partitions`) and the
+total lag in ``totals``.
 
 >>> from jetbench import ExecutionService
 >>> from jetbench.wordcount import wordcount_dag
@@ -27,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .job_counts import job_ends
+from .source_partitions import partition_rows, total_lag
 
 if TYPE_CHECKING:
     from ..core import Job, JobMetrics
@@ -211,6 +215,7 @@ class DashboardModel:
         self._prev_tasklets: dict[tuple[str, int], tuple[int, int, float]] = {}
         self._prev_workers: dict[str, tuple[float, int, int]] = {}
         self._queue_hist: dict[str, deque[float]] = {}
+        self._prev_offsets: dict[tuple[str, int, str], int] = {}
         self._cpu: Timeline | None = None
         self.history: list[dict[str, Any]] = []
         self.max_history = max_history
@@ -332,6 +337,7 @@ class DashboardModel:
             self._record(m.elapsed_s, process_cpu, interval_cpu, workers, vertices, queues)
 
         rows, aggregated = self._rows(tasklet_rows)
+        partitions = self._partitions(m, dt, final)
         state: dict[str, Any] = {
             "seq": self.seq,
             "job": m.job,
@@ -345,6 +351,8 @@ class DashboardModel:
             "rows": rows,
             "queues": queues[: self.max_rows],
             "queues_hidden": max(len(queues) - self.max_rows, 0),
+            "partitions": partitions[: self.max_rows],
+            "partitions_hidden": max(len(partitions) - self.max_rows, 0),
             "workers": self._workers(workers),
             "cpu": self._cpu.as_state(),
             "cpu_note": no_timeline_note(m.elapsed_s, self.seq == 1) if final and len(self._cpu.t) < 2 else None,
@@ -353,6 +361,7 @@ class DashboardModel:
             "totals": {
                 "sources_out": sum(r["out"] for r in tasklet_rows if r["vertex"] in sources),
                 "sinks_in": sum(r["in"] for r in tasklet_rows if r["vertex"] in sinks),
+                "lag": total_lag(m),
             },
             "idle": self._idle(),
             "snapshots": snapshot_state(m.snapshots),
@@ -362,6 +371,22 @@ class DashboardModel:
         return state
 
     # ----------------------------------------------------------------------------------------
+
+    def _partitions(self, m: JobMetrics, dt: float, final: bool) -> list[dict[str, Any]]:
+        """A row per partition a source reads (`source_partitions`): offset, high watermark,
+        lag, event-time watermark and records/s over the tick (none once final)."""
+        out = []
+        for p in partition_rows(m):
+            key = (p.vertex, p.instance, p.partition)
+            prev = self._prev_offsets.get(key)
+            rate = None
+            if p.offset is not None:
+                if prev is not None and not final:
+                    rate = max(p.offset - prev, 0) / dt
+                self._prev_offsets[key] = p.offset
+            out.append({"vertex": p.vertex, "instance": p.instance, "partition": p.partition, "offset": p.offset,
+                        "high": p.high, "lag": p.lag, "watermark": p.watermark, "rate": rate})
+        return out
 
     def _rows(self, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         if len(rows) <= self.max_rows:

@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .source_partitions import total_lag
+
 
 def job_ends(job: Any, metrics: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The job's source vertices (no edge enters them) and sink vertices (no edge leaves them),
@@ -52,6 +54,8 @@ class JobCounts:
     #: restarts after failures, and the snapshot the counted execution started from (0: none)
     restarts: int = 0
     restored_from: int = 0
+    #: records the partitioned sources (Kafka) have yet to read; None: no such source
+    lag: int | None = None
 
     @classmethod
     def of(cls, job: Any) -> JobCounts:
@@ -71,6 +75,7 @@ class JobCounts:
             sum(t.received_count for t in m.tasklets if t.vertex in sinks),
             sources, sinks, error, vertex,
             snapshots.restarts if snapshots else 0, snapshots.restored_from if snapshots else 0,
+            total_lag(m),
         )
 
     @property
@@ -114,8 +119,9 @@ def restart_note(c: JobCounts) -> str:
 
 def summary(c: JobCounts, rate: float | None = None) -> str:
     """One line: the job, its status and time, what its sources emitted and its sinks received
-    (since a restart, if any: `restart_note`), and items/s out of the sources (``rate``, else
-    the whole run's average)."""
+    (since a restart, if any: `restart_note`), items/s out of the sources (``rate``, else the
+    whole run's average) and, for a job reading partitions (Kafka), the records its sources
+    have yet to read (``lag``, `jetbench.notebook.source_partitions`)."""
     if c.done:
         verb = {"completed": "completed in", "failed": "failed after", "cancelled": "cancelled after"}.get(
             c.status, f"{c.status} after")
@@ -128,7 +134,8 @@ def summary(c: JobCounts, rate: float | None = None) -> str:
         head = f"jetbench · job {c.job!r} running {c.elapsed_s:.1f} s"
     note = restart_note(c)
     counted = f"sources emitted {thousands(c.sources_out)} · sinks received {thousands(c.sinks_in)}"
-    return f"{head} · {counted}{' ' + note if note else ''} · {rate_text(c, rate)}"
+    lag = "" if c.lag is None else f" · lag {thousands(c.lag)} records"
+    return f"{head} · {counted}{' ' + note if note else ''} · {rate_text(c, rate)}{lag}"
 
 
 def run_job(p: Any) -> Any:

@@ -157,8 +157,9 @@ class TqdmReporter(Reporter):
     def update(self, counts: JobCounts, rate: float | None) -> None:
         moved = counts.sources_out
         note = restart_note(counts)
+        lag = "" if counts.lag is None else f" · lag {thousands(counts.lag)}"
         self.bar.set_postfix_str(f"sources {thousands(counts.sources_out)} out · sinks {thousands(counts.sinks_in)} in"
-                                 + (f" · {note}" if note else ""), refresh=False)
+                                 + (f" · {note}" if note else "") + lag, refresh=False)
         if moved < self._count:  # a restart: the counts start again at the snapshot
             self.bar.reset()
             self._count = 0

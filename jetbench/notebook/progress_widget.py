@@ -57,6 +57,7 @@ class ProgressLine(anywidget.AnyWidget):
             "rate": round(c.average_rate if live is None else live, 1),
             "rate_text": rate_text(c, live),
             "restart": restart_note(c),
+            "lag": c.lag,
             "error": c.error,
             "error_vertex": c.error_vertex,
             "text": self.text,

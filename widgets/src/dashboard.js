@@ -265,6 +265,15 @@ function render({ model, el: host }) {
           <th class="jb-n jb-rate-h">items/s</th><th class="jb-n jb-opt">busy %</th><th class="jb-n jb-opt" title="cooperative calls slower than the slow-call threshold">slow</th>
           <th class="jb-opt2" title="backpressure: the outbox could not flush, a downstream queue is full">bp</th><th class="jb-n" title="inbound queue fill">queue</th>
         </tr></thead><tbody class="jb-rows"></tbody></table>
+        <div class="jb-panel jb-partitions-panel" hidden>
+          <div class="jb-panel-title">Partitions <span class="jb-lag-total"></span></div>
+          <table class="jb-table"><thead><tr>
+            <th class="jb-vertex-h">source</th><th>partition</th><th class="jb-n jb-opt2" title="the next offset the source reads">offset</th>
+            <th class="jb-n jb-opt2" title="the broker's high watermark: the offset of the next record written">high</th>
+            <th class="jb-n" title="records written and not read yet: high watermark minus offset">lag</th>
+            <th class="jb-n">records/s</th><th class="jb-opt" title="the partition's event-time watermark (UTC)">watermark</th>
+          </tr></thead><tbody class="jb-partitions"></tbody></table>
+        </div>
         <div class="jb-panel jb-queues-panel">
           <div class="jb-panel-title">Queue fill per edge <span>(last ${60} ticks)</span></div>
           <div class="jb-barrier-legend" hidden></div>
@@ -412,7 +421,8 @@ function render({ model, el: host }) {
     status.dataset.status = s.status ?? "";
     $(".jb-elapsed").textContent = seconds(s.elapsed_s);
     $(".jb-summary").textContent =
-      `${s.tasklet_count ?? 0} tasklets · ${s.vertex_count ?? 0} vertices · sources emitted ${grouped(s.totals?.sources_out)} · sinks received ${grouped(s.totals?.sinks_in)}`;
+      `${s.tasklet_count ?? 0} tasklets · ${s.vertex_count ?? 0} vertices · sources emitted ${grouped(s.totals?.sources_out)} · sinks received ${grouped(s.totals?.sinks_in)}` +
+      (s.totals?.lag === null || s.totals?.lag === undefined ? "" : ` · lag ${grouped(s.totals.lag)} records`);
     const hz = s.interval_s ? (1 / s.interval_s).toFixed(0) : "?";
     const cpuPct = s.elapsed_s ? (100 * (s.sampler_cpu_s ?? 0)) / s.elapsed_s : 0;
     $(".jb-sampler").textContent = s.final ? "final" : `sampling ${hz} Hz · ${cpuPct.toFixed(1)}% CPU`;
@@ -503,6 +513,26 @@ function render({ model, el: host }) {
           `<td class="jb-n jb-iter jb-opt" data-value="${w.iter_rate}">${compact(w.iter_rate)}</td><td class="jb-n">${compact(w.idle_rate)}</td></tr>`,
       )
       .join("");
+
+    // partitions a source reads (Kafka): how far behind the input it is
+    const parts = s.partitions || [];
+    $(".jb-partitions-panel").hidden = parts.length === 0;
+    const lagTotal = s.totals?.lag;
+    $(".jb-lag-total").textContent = lagTotal === null || lagTotal === undefined ? "" : `(lag ${grouped(lagTotal)} records)`;
+    $(".jb-lag-total").dataset.value = String(lagTotal ?? "");
+    const opt = (n) => (n === null || n === undefined ? "" : grouped(n));
+    $(".jb-partitions").innerHTML =
+      parts
+        .map(
+          (p) =>
+            `<tr class="jb-partition" data-partition="${esc(p.partition)}" data-lag="${p.lag ?? ""}" data-offset="${p.offset ?? ""}">` +
+            `<td class="jb-vertex" title="${esc(p.vertex)} #${p.instance}">${cutName(p.vertex)} #${p.instance}</td><td>${esc(p.partition)}</td>` +
+            `<td class="jb-n jb-opt2">${opt(p.offset)}</td><td class="jb-n jb-opt2">${opt(p.high)}</td><td class="jb-n jb-lag">${opt(p.lag)}</td>` +
+            `<td class="jb-n">${p.rate === null || p.rate === undefined ? "" : compact(p.rate)}</td>` +
+            `<td class="jb-opt" title="${p.watermark ?? ""}">${p.watermark === null || p.watermark === undefined ? "" : esc(new Date(p.watermark).toISOString().slice(11, 23))}</td></tr>`,
+        )
+        .join("") +
+      (s.partitions_hidden ? `<tr><td class="jb-dim" colspan="7">… ${s.partitions_hidden} more partitions</td></tr>` : "");
 
     // queues: one row per DAG edge, "source → destination #ordinal", with the barrier in flight
     const queues = s.queues || [];

@@ -1,4 +1,4 @@
-// jetbench progress line: status · job · elapsed · sources emitted · sinks received · [since a restart] · items/s out of the sources · [dashboard]
+// jetbench progress line: status · job · elapsed · sources emitted · sinks received · [since a restart] · items/s out of the sources · [lag] · [dashboard]
 // The kernel sets `state` (a JSON string) a few times a second while run()/join() waits, and a
 // last time, with final=true, when the job ends. The button asks the kernel to open the full
 // dashboard below; every command carries an id the kernel acknowledges, so a kernel too busy to
@@ -23,6 +23,7 @@ function render({ model, el }) {
     `<span class="jbp-dim">sinks received</span><span class="jbp-sinks jbp-num"></span>` +
     `<span class="jbp-restart jbp-dim"></span>` +
     `<span class="jbp-rate jbp-num"></span>` +
+    `<span class="jbp-lag jbp-num" hidden title="records the partitioned sources (Kafka) have yet to read: the high watermarks minus the offsets read"></span>` +
     `<span class="jbp-error"></span>` +
     `<button type="button" class="jbp-open" title="the job's full dashboard: tasklets, queues, CPU, idle controls, cancel">dashboard ▸</button>` +
     `<span class="jbp-busy"></span>`;
@@ -73,6 +74,10 @@ function render({ model, el }) {
     $(".jbp-restart").textContent = s.restart ?? "";
     $(".jbp-restart").hidden = !s.restart;
     $(".jbp-rate").textContent = s.rate_text ?? `${grouped(s.rate)} items/s${s.final ? " on average" : ""}`;
+    const lag = $(".jbp-lag");
+    lag.hidden = s.lag === null || s.lag === undefined;
+    lag.textContent = lag.hidden ? "" : `lag ${grouped(s.lag)} records`;
+    lag.dataset.value = String(s.lag ?? "");
     const err = $(".jbp-error");
     err.textContent = s.error && s.status === "failed" ? (s.error_vertex ? `in ${s.error_vertex}: ` : "") + s.error : "";
     err.hidden = !(s.error && s.status === "failed");
