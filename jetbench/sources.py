@@ -76,9 +76,12 @@ def kafka(
     idle_timeout_ms: float | None = 60_000,
     bounded: bool = False,
     connect_timeout: float = 10.0,
+    projection: Callable[[Any, Any], Any] | None = None,
 ) -> Source:
-    """The records of Kafka ``topics`` as ``(key, value)`` items, timestamped with each record's
-    timestamp (event time, ms); needs the ``kafka`` extra (confluent-kafka).
+    """The records of Kafka ``topics`` as ``(key, value)`` items (or ``projection(key, value)``,
+    Jet's projection function: ``projection=lambda key, value: value`` for the values alone),
+    timestamped with each record's timestamp (event time, ms); needs the ``kafka`` extra
+    (confluent-kafka).
 
     As Jet's Kafka source: the topics' partitions are spread over the source's instances (each
     ``assign()``\\s its own; no group rebalancing), watermarks are kept per partition and coalesced
@@ -108,6 +111,6 @@ def kafka(
         KafkaSourceP, names, bootstrap_servers, group_id=group_id, properties=dict(properties or {}),
         key_deserializer=key_deserializer, value_deserializer=value_deserializer, start=start,
         bounded=bounded, allowed_lag=allowed_lag, idle_timeout_ms=idle_timeout_ms,
-        connect_timeout=connect_timeout, label=f"kafka({', '.join(names)})")
+        connect_timeout=connect_timeout, projection=projection, label=f"kafka({', '.join(names)})")
     return Source(f"kafka({', '.join(names)})", supplier, timestamped=True, streaming=not bounded,
                   allowed_lag=allowed_lag, own_watermarks=True)

@@ -179,9 +179,12 @@ class LocalBroker:
         return f"LocalBroker({state})"
 
 
-def create_topic(bootstrap_servers: str, topic: str, partitions: int = 1, timeout: float = 10.0) -> None:
-    """Create ``topic`` with ``partitions`` partitions on the broker at ``bootstrap_servers``."""
+def create_topic(bootstrap_servers: str, topic: str, partitions: int = 1, timeout: float = 10.0,
+                 exist_ok: bool = False) -> None:
+    """Create ``topic`` with ``partitions`` partitions on the broker at ``bootstrap_servers``
+    (``exist_ok``: a topic the broker has already is left as it is)."""
     require_client()
+    from confluent_kafka import KafkaError as ClientError
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(client_config(bootstrap_servers, None))
@@ -190,6 +193,9 @@ def create_topic(bootstrap_servers: str, topic: str, partitions: int = 1, timeou
     try:
         futures[topic].result(timeout=timeout)
     except Exception as exc:
+        error = exc.args[0] if exc.args else None
+        if exist_ok and isinstance(error, ClientError) and error.code() == ClientError.TOPIC_ALREADY_EXISTS:
+            return
         raise KafkaError(f"create_topic({topic!r}, partitions={partitions}) on {bootstrap_servers}: {exc}") from None
 
 

@@ -54,13 +54,15 @@ class KafkaSourceP(EmittingProcessor):
                  value_deserializer: Callable[[bytes | None], Any] | None = None,
                  start: str | int = "earliest", bounded: bool = False, allowed_lag: float = 0,
                  idle_timeout_ms: float | None = 60_000, throttle_frame: int | None = None,
-                 connect_timeout: float = CONNECT_TIMEOUT_S):
+                 connect_timeout: float = CONNECT_TIMEOUT_S, projection: Callable[[Any, Any], Any] | None = None):
         self.topics = topics
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.properties = dict(properties or {})
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
+        #: the item of a record from its deserialized key and value (Jet's projectionFn); None: the pair
+        self.projection = projection
         self.start = start
         self.bounded = bounded
         self.allowed_lag = allowed_lag
@@ -171,6 +173,8 @@ class KafkaSourceP(EmittingProcessor):
                     del self._seeking[tp]
             item = (self._deserialize(self.key_deserializer, m.key(), m, "key"),
                     self._deserialize(self.value_deserializer, m.value(), m, "value"))
+            if self.projection is not None:
+                item = self.projection(*item)
             self._next[tp] = offset + 1
             self.records_read += 1
             self._ended.discard(tp)

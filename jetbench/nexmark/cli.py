@@ -35,6 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "latency of the results (local runner)")
     parser.add_argument("--events-file", help="read the events from this JSON-lines file instead of generating them")
     parser.add_argument("--write-events", help="write the generated events to this JSON-lines file and stop")
+    parser.add_argument("--to-kafka", metavar="TOPIC",
+                        help="write the generated events to this Kafka topic (JSON records, Beam's format) and stop")
+    parser.add_argument("--from-kafka", metavar="TOPIC",
+                        help="with --query N: read the events from this Kafka topic (as --to-kafka writes them) "
+                             "instead of generating them (local runner)")
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="the Kafka broker of --to-kafka/--from-kafka")
+    parser.add_argument("--partitions", type=int, default=3,
+                        help="partitions of the topic --to-kafka makes when the broker lacks it (default 3)")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -52,9 +60,13 @@ def run_command(args: argparse.Namespace) -> int:
         smoke_table,
     )
 
-    modes = sum(x is not None for x in (args.query, args.suite, args.write_events))
+    modes = sum(x is not None for x in (args.query, args.suite, args.write_events, args.to_kafka))
     if modes != 1:
-        raise JetbenchError("give one of --query N, --suite smoke or --write-events PATH")
+        raise JetbenchError("give one of --query N, --suite smoke, --write-events PATH or --to-kafka TOPIC")
+    if (args.to_kafka or args.from_kafka) and not args.bootstrap_servers:
+        raise JetbenchError("--to-kafka and --from-kafka need --bootstrap-servers HOST:PORT (the broker)")
+    if args.from_kafka and (args.query is None or args.runner != "local" or args.rate is not None or args.events_file):
+        raise JetbenchError("--from-kafka TOPIC goes with --query N on the local runner (no --rate or --events-file)")
     if args.rate is not None and (args.query is None or args.runner != "local" or args.events_file):
         raise JetbenchError("--rate goes with --query N on the local runner, the events generated in the job")
     config = NexmarkConfig(num_events=args.events, num_event_generators=args.generators,
@@ -77,6 +89,8 @@ def run_command(args: argparse.Namespace) -> int:
                   + (f" ({r.flushed:,} results of windows still open when the input ended are left out)"
                      if r.flushed else ""))
         return 0
+    if args.to_kafka or args.from_kafka:
+        return _kafka(args, config)
     try:
         if args.write_events:
             pairs, _ = generate_timed(config)
@@ -115,6 +129,27 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"  generator (not included): {r.generator_events_per_s:,.0f} events/s")
     if r.beam_smoke_count is not None:
         print(f"  Beam's published SMOKE count: {r.beam_smoke_count:,}")
+    return 0
+
+
+def _kafka(args: argparse.Namespace, config: NexmarkConfig) -> int:
+    """``--to-kafka TOPIC`` (write the generated events) or ``--from-kafka TOPIC --query N``."""
+    from .kafka_events import run_query_from_kafka, write_events_to_kafka
+    from .suite import generate_timed
+
+    if args.to_kafka:
+        pairs, _ = generate_timed(config)
+        n = write_events_to_kafka(pairs, args.to_kafka, args.bootstrap_servers, args.partitions)
+        print(json.dumps({"topic": args.to_kafka, "events": n}) if args.json
+              else f"wrote {n:,} events to Kafka topic {args.to_kafka!r} at {args.bootstrap_servers}")
+        return 0
+    r = run_query_from_kafka(args.query, args.from_kafka, args.bootstrap_servers, config)
+    if args.json:
+        print(json.dumps(r.as_dict()))
+        return 0
+    print(f"nexmark Q{r.query}: {r.results:,} results from {r.events:,} events (Kafka topic {args.from_kafka!r}), "
+          f"local runner")
+    print(f"  digest {r.digest}  {r.seconds:.3f} s = {r.events_per_s:,.0f} events/s (reading the topic included)")
     return 0
 
 
