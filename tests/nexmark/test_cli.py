@@ -52,7 +52,7 @@ def test_events_file_gives_the_same_results_as_generating(capsys, tmp_path):
     (["--query", "1", "--events", "0"], "num_events must be an int > 0, got 0"),
     (["--query", "1", "--events", "-5"], "num_events must be an int > 0, got -5"),
     (["--query", "1", "--generators", "0"], "num_event_generators must be an int > 0"),
-    (["--query", "1", "--suite", "smoke"], "give one of --query N, --suite smoke or --write-events PATH"),
+    (["--query", "1", "--suite", "smoke"], "give one of --query N, --suite smoke, --write-events PATH or --to-kafka TOPIC"),
     ([], "give one of"),
 ])
 def test_bad_arguments(capsys, args, message):
