@@ -32,9 +32,11 @@ Typing is decided **per pair, conservatively**, so that a lowered job never give
 result than the Python path (`encode_pairs`):
 
 - keys (`encode_key`): ``None``, exactly ``str`` (encodable as UTF-8), ``int`` within 64 bits,
-  ``float`` (not NaN, not ``-0.0``), ``bool``, ``bytes``, and flat tuples of these (an
-  ``array<struct<s, i, f, b, y>>``, one struct per member, None a null member). Each type has a
-  column of its own, so Spark never groups two keys Python tells apart; keys Python calls equal
+  ``float`` (not NaN, not ``-0.0``), ``bool``, ``bytes``, and flat tuples of these (a ``binary``
+  column: each member's type tag and its bytes, `tuple_bytes`, so two tuples have equal bytes
+  exactly when their members have equal types and values; not an ``array<struct>``: a nested
+  column costs Spark's Arrow writer time quadratic in the rows of a batch when the rows go back to
+  Python, even when it is null). Each type has a column of its own, so Spark never groups two keys Python tells apart; keys Python calls equal
   across types (``1 == 1.0 == True``, ``(1, "a") == (1.0, "a")``) are different Spark groups, whose
   accumulators the combining vertex merges (they hash alike: `jetbench.spark._hash.stable_hash`),
   as it merges the pickled ones. NaN (Spark would group every NaN together, Python none) and
@@ -67,6 +69,7 @@ from __future__ import annotations
 import math
 import operator
 import pickle
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -93,6 +96,8 @@ __all__ = [
     "encode_key",
     "lower",
     "spark_type",
+    "tuple_bytes",
+    "tuple_of_bytes",
 ]
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -115,11 +120,9 @@ def _fits_str(x: Any) -> bool:
     return True
 
 
-#: the key columns (after the channel's prefix ``k_``): one per scalar type, and the tuple's members
-_MEMBER = pa.struct([("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()),
-                     ("y", pa.binary())])
+#: the key columns (after the channel's prefix ``k_``): one per scalar type, and tuples as bytes
 KEY_FIELDS = (("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()), ("y", pa.binary()),
-              ("t", pa.list_(_MEMBER)))
+              ("t", pa.binary()))
 #: what explain() says of the keys Spark groups
 KEY_TYPES = "keys None, str, 64-bit int, float, bool, bytes or flat tuples of them"
 _SCALAR_SLOT = {str: 0, int: 1, float: 2, bool: 3, bytes: 4}
@@ -143,7 +146,92 @@ def _scalar_slot(x: Any) -> int:
     return -1
 
 
-_MEMBER_NAMES = ("s", "i", "f", "b", "y")
+_LENGTH = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+_F64 = struct.Struct(">d")
+
+
+def tuple_bytes(key: tuple[Any, ...]) -> bytes | None:
+    """A flat tuple of Spark-typed members as bytes, or None when a member does not fit.
+
+    Each member is a tag (``n`` None, ``s`` str, ``i`` int, ``f`` float, ``b`` bool, ``y`` bytes)
+    and its value (str and bytes after their length), so the bytes are equal exactly when the
+    members have equal types and values, and Spark groups them as Python does within a type.
+
+    >>> tuple_bytes(("a", None))
+    b's\\x00\\x00\\x00\\x01an'
+    >>> tuple_bytes((1, "b")) == tuple_bytes((True, "b")), tuple_bytes(("a", ("nested",)))
+    (False, None)
+    """
+    out = []
+    for x in key:
+        if x is None:
+            out.append(b"n")
+            continue
+        slot = _scalar_slot(x)
+        if slot < 0:
+            return None
+        if slot == 0:
+            data = x.encode("utf-8")
+            out += (b"s", _LENGTH.pack(len(data)), data)
+        elif slot == 1:
+            out += (b"i", _I64.pack(x))
+        elif slot == 2:
+            out += (b"f", _F64.pack(x))
+        elif slot == 3:
+            out.append(b"b\x01" if x else b"b\x00")
+        else:
+            out += (b"y", _LENGTH.pack(len(x)), x)
+    return b"".join(out)
+
+
+def tuple_of_bytes(data: bytes) -> tuple[Any, ...]:
+    """The tuple `tuple_bytes` made ``data`` of.
+
+    >>> tuple_of_bytes(tuple_bytes(("a", 1, 2.5, True, b"y", None)))
+    ('a', 1, 2.5, True, b'y', None)
+    """
+    out: list[Any] = []
+    at, n = 0, len(data)
+    while at < n:
+        tag = data[at]
+        at += 1
+        if tag == 0x6E:  # n
+            out.append(None)
+        elif tag == 0x69:  # i
+            out.append(_I64.unpack_from(data, at)[0])
+            at += 8
+        elif tag == 0x66:  # f
+            out.append(_F64.unpack_from(data, at)[0])
+            at += 8
+        elif tag == 0x62:  # b
+            out.append(data[at] == 1)
+            at += 1
+        else:  # s, y
+            (size,) = _LENGTH.unpack_from(data, at)
+            at += 4
+            chunk = data[at:at + size]
+            at += size
+            out.append(chunk.decode("utf-8") if tag == 0x73 else bytes(chunk))
+    return tuple(out)
+
+
+def _key_column(keys: list[Any]) -> int | None:
+    """The one key column (0: s, 1: i) every key of ``keys`` fits, -1 when all are None (a global
+    aggregation), None when they need checking one by one (the checks here run in C)."""
+    types = set(map(type, keys))
+    if types == {str}:
+        if not all(map(str.isascii, keys)):
+            try:
+                "".join(keys).encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: that key keeps the Python path
+                return None
+        return 0
+    if types == {int}:
+        return 1 if min(keys) >= _I64_MIN and max(keys) <= _I64_MAX else None
+    if types == {type(None)}:
+        return -1
+    return None
 
 
 def encode_key(key: Any) -> tuple[Any, ...] | None:
@@ -152,40 +240,22 @@ def encode_key(key: Any) -> tuple[Any, ...] | None:
 
     >>> encode_key("fox"), encode_key(7), encode_key(None)
     (('fox', None, None, None, None, None), (None, 7, None, None, None, None), (None, None, None, None, None, None))
-    >>> encode_key(("a", 1.5, None))
-    (None, None, None, None, None, [{'s': 'a'}, {'f': 1.5}, None])
+    >>> encode_key(("a", None))
+    (None, None, None, None, None, b's\\x00\\x00\\x00\\x01an')
     >>> encode_key(float("nan")), encode_key(("a", ("nested",)))
     (None, None)
     """
     if key is None:
         return _NO_KEY
     if type(key) is tuple:
-        members: list[dict[str, Any] | None] = []
-        for x in key:
-            if x is None:
-                members.append(None)
-                continue
-            slot = _scalar_slot(x)
-            if slot < 0:
-                return None
-            members.append({_MEMBER_NAMES[slot]: x})
-        return None, None, None, None, None, members
+        data = tuple_bytes(key)
+        return None if data is None else (None, None, None, None, None, data)
     slot = _scalar_slot(key)
     if slot < 0:
         return None
     out: list[Any] = [None] * len(KEY_FIELDS)
     out[slot] = key
     return tuple(out)
-
-
-def _member(m: Any) -> Any:
-    if m is None:
-        return None
-    for name in _MEMBER_NAMES:
-        x = m.get(name)
-        if x is not None:
-            return x
-    return None
 
 
 def decode_key(columns: Sequence[Any]) -> Any:
@@ -197,10 +267,8 @@ def decode_key(columns: Sequence[Any]) -> Any:
     for x in columns[:5]:
         if x is not None:
             return x
-    members = columns[5]
-    if members is None:
-        return None
-    return tuple(_member(m) for m in members)
+    data = columns[5]
+    return None if data is None else tuple_of_bytes(data)
 
 
 class TypedForm:
@@ -224,8 +292,22 @@ class TypedForm:
     def decode(self, values: Sequence[Any]) -> Any:
         raise NotImplementedError
 
+    def encode_column(self, accs: list[Any]) -> list[list[Any]] | None:
+        """The columns of many accumulators at once, when every one fits (else None: `encode`
+        each); a form without a columnar way says None."""
+        return None
+
+    def decode_column(self, columns: list[pa.Array]) -> list[Any] | None:
+        """The accumulators of ``width`` result columns at once, or None (`decode` each row)."""
+        return None
+
     def describe(self, p: str) -> str:
         return self.name
+
+
+def _int64_column(values: list[Any]) -> bool:
+    """True when every value is exactly ``int`` within 64 bits (checked in C, not per value in Python)."""
+    return bool(values) and set(map(type, values)) == {int} and min(values) >= _I64_MIN and max(values) <= _I64_MAX
 
 
 class Counting(TypedForm):
@@ -243,6 +325,13 @@ class Counting(TypedForm):
     def decode(self, values: Sequence[Any]) -> Any:
         return int(values[0])
 
+    def encode_column(self, accs: list[Any]) -> list[list[Any]] | None:
+        return [accs] if _int64_column(accs) else None
+
+    def decode_column(self, columns: list[pa.Array]) -> list[Any] | None:
+        (counts,) = columns
+        return counts.to_pylist() if counts.null_count == 0 and pa.types.is_int64(counts.type) else None
+
 
 class Summing(TypedForm):
     name = "sum(decimal(38,0))"
@@ -258,6 +347,9 @@ class Summing(TypedForm):
 
     def decode(self, values: Sequence[Any]) -> Any:
         return _int(values[0])
+
+    def encode_column(self, accs: list[Any]) -> list[list[Any]] | None:
+        return [accs] if _int64_column(accs) else None
 
 
 class Averaging(TypedForm):
@@ -516,7 +608,14 @@ class TypedAggregation:
 
     def encode_pairs(self, pairs: list[Any], seq: int) -> tuple[list[list[Any]], list[Any]]:
         """Split ``(key, accumulator)`` pairs into typed columns (one list per `fields`) and the
-        pairs that keep the Python path. ``seq``: the sequence number of the first typed row."""
+        pairs that keep the Python path. ``seq``: the sequence number of the first typed row.
+
+        When every key is of one scalar type that fits (all str, all 64-bit int, or all None) and
+        the form takes the accumulators as a column (`TypedForm.encode_column`), the columns are
+        made at once, the checks in C; else pair by pair."""
+        at_once = self._encode_columns(pairs)
+        if at_once is not None:
+            return at_once, []
         columns: list[list[Any]] = [[] for _ in self.fields()]
         rest: list[Any] = []
         for pair in pairs:
@@ -528,6 +627,20 @@ class TypedAggregation:
             for column, value in zip(columns, row, strict=True):
                 column.append(value)
         return columns, rest
+
+    def _encode_columns(self, pairs: list[Any]) -> list[list[Any]] | None:
+        """`encode_pairs`' columns of ``pairs`` made at once, or None when any pair needs its own checks."""
+        if not pairs:
+            return None
+        keys = [pair[0] for pair in pairs]
+        slot = _key_column(keys)
+        if slot is None:
+            return None
+        accs = self.form.encode_column([pair[1] for pair in pairs])
+        if accs is None:
+            return None
+        nones = [None] * len(pairs)
+        return [keys if i == slot else nones for i in range(len(KEY_FIELDS))] + [[0] * len(pairs)] + accs
 
     def encode_row(self, key: Any, acc: Any, seq: int) -> tuple[Any, ...] | None:
         """The typed columns of one ``(key, accumulator)`` pair (key, ``g``, accumulator), or None
@@ -548,6 +661,9 @@ class TypedAggregation:
 
     def decode(self, batch: pa.RecordBatch) -> list[Any]:
         """``(key, accumulator)`` pairs of a batch of `aggregate`'s rows (the pickled ones as they were)."""
+        at_once = self._decode_columns(batch)
+        if at_once is not None:
+            return at_once
         columns = [c.to_pylist() for c in batch.columns]
         form = self.form
         n = len(KEY_FIELDS)
@@ -559,6 +675,20 @@ class TypedAggregation:
             else:
                 out.append((decode_key(row[:n]), form.decode(row[n + 2:])))
         return out
+
+    def _decode_columns(self, batch: pa.RecordBatch) -> list[Any] | None:
+        """`decode`'s pairs made at once, when no row is pickled, the keys fill one scalar key
+        column (the others null) and the form reads its columns at once; else None."""
+        n = len(KEY_FIELDS)
+        if batch.num_rows == 0 or batch.column(n + 1).null_count != batch.num_rows:
+            return None
+        filled = [i for i in range(5) if batch.column(i).null_count == 0]
+        if len(filled) != 1 or any(batch.column(i).null_count != batch.num_rows for i in range(n) if i != filled[0]):
+            return None
+        accs = self.form.decode_column(batch.columns[n + 2:])
+        if accs is None:
+            return None
+        return list(zip(batch.column(filled[0]).to_pylist(), accs, strict=True))
 
     def pre_vertex(self) -> tuple[str, Callable[[], Any]] | None:
         """A vertex (name, supplier) the producer task runs between the edge's source and its
