@@ -21,7 +21,7 @@ from ..processors.aggregation import AggregateSpec, GroupAggregateSpec
 from ..processors.co_aggregate import CoAggregate, Tag, co_aggregate_operation, no_key, tag_key
 from ..processors.co_group import CoGroup
 from ..processors.custom_transform import CustomTransform
-from ..processors.distinct import Distinct
+from ..processors.distinct import PICK_FIRST, Distinct, itself
 from ..processors.hash_join import HashJoin, JoinClause, MultiHashJoin
 from ..processors.insert_watermarks import InsertWatermarks
 from ..processors.kind_params import KindParamError
@@ -33,7 +33,7 @@ from ..processors.rolling_aggregate import RollingAggregate
 from ..processors.sort import Sort
 from ..processors.transform import FilterSpec, FlatMapSpec, MapSpec, MergeSpec, PeekSpec
 from ..processors.window_aggregate import WindowAggregate
-from ..processors.window_definition import WindowDefinition
+from ..processors.window_definition import WindowDefinition, WindowResult
 from .connectors import Sink, SinkSpec, Source, SourceSpec
 from .errors import PipelineError
 from .graph import Node
@@ -774,6 +774,40 @@ class WindowedStage:
         spec = self.stage._declare(lambda: WindowAggregate(self.key_fn, op, self.window_def))
         return self.stage._next(spec, name or f"window-{self.window_def!r}", timestamped=True)
 
+    def distinct(self, name: str | None = None) -> Stage:
+        """Each distinct item once per window (Jet's ``StageWithWindow.distinct``), or when
+        grouped one item of each key per window (``StageWithKeyAndWindow.distinct``): emits
+        ``WindowResult(start, end, key, item)``, key None when not grouped. Jet emits
+        ``WindowResult(start, end, item)`` and ``KeyedWindowResult(start, end, key, item)``, the
+        item of a key being any one of them (its ``pickAny``); jetbench keeps the first its window
+        holds (`jetbench.processors.distinct.PICK_FIRST`). Not grouped, the items are the keys
+        (they must be hashable): a window aggregation keyed by the item, then the key dropped (so
+        does Jet). Late items are dropped as by `aggregate`.
+
+        >>> from jetbench import Pipeline, run, sinks, sources, window
+        >>> p = Pipeline()
+        >>> clicks = p.read_from(sources.test_stream([(0, "a"), (2, "b"), (5, "a"), (12, "a")]))
+        >>> _ = clicks.window(window.tumbling(10)).distinct().write_to(sinks.collect())
+        >>> for r in sorted(run(p)):
+        ...     print(r)
+        WindowResult(start=0, end=10, key=None, value='a')
+        WindowResult(start=0, end=10, key=None, value='b')
+        WindowResult(start=10, end=20, key=None, value='a')
+        >>> p = Pipeline()
+        >>> words = p.read_from(sources.test_stream([(0, "apple"), (3, "avocado"), (4, "banana"), (11, "apricot")]))
+        >>> _ = words.group_by(lambda w: w[0]).window(window.tumbling(10)).distinct().write_to(sinks.collect())
+        >>> for r in sorted(run(p)):
+        ...     print(r)
+        WindowResult(start=0, end=10, key='a', value='apple')
+        WindowResult(start=0, end=10, key='b', value='banana')
+        WindowResult(start=10, end=20, key='a', value='apricot')
+        """
+        if self.key_fn is not None:
+            return self.aggregate(PICK_FIRST, name=name or "window-distinct")
+        by_item = WindowedStage(self.stage, itself, self.window_def).aggregate(PICK_FIRST,
+                                                                               name=name or "window-distinct")
+        return by_item.map(_unkeyed, name=f"{by_item.name}-items")
+
 
     def aggregate2(self, op0: AggregateOperation, other: Stage | GroupedStage, op1: AggregateOperation,
                    name: str | None = None) -> Stage:
@@ -917,6 +951,11 @@ def _co_aggregate(what: str, sides: Sequence[tuple[Stage, Callable[[Any], Hashab
     (_, k0, op0), (_, k1, op1), *more = sides
     spec = first._declare(lambda: CoAggregate(k0, op0, k1, op1, more=tuple((k, op) for _, k, op in more)))
     return first._next(spec, name, upstream=[stage.node for stage, _, _ in sides], timestamped=False)
+
+
+def _unkeyed(result: WindowResult) -> WindowResult:
+    """A window result without its key (the item a windowed ``distinct`` keyed itself by)."""
+    return WindowResult(result.start, result.end, None, result.value)
 
 
 def _fn_name(kind: str, fn: Callable[..., Any]) -> str:

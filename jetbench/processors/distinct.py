@@ -1,5 +1,6 @@
 """Distinct items: Jet's ``distinct``, the first item of each key (the item itself, or
-``key_fn(item)`` after ``group_by``) of a batch.
+``key_fn(item)`` after ``group_by``) of a batch; per window, `pick_first` (see
+``WindowedStage.distinct``).
 
 >>> from jetbench import Pipeline, run, sinks, sources
 >>> p = Pipeline()
@@ -20,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ..core.inbox import Inbox
+from .aggregate_operation import AggregateOperation
 from .emitter import EmittingProcessor
 from .kind_params import KindParams, code, flag
 from .planning import Planner, PlanNode, StageSpec, plan_by_key
@@ -68,7 +70,8 @@ class DistinctP(EmittingProcessor):
         self.seen.update(key for key, _ in inbox.take())
 
 
-def _itself(item: Any) -> Any:
+def itself(item: Any) -> Any:
+    """The key of an item distinct by itself."""
     return item
 
 
@@ -93,7 +96,26 @@ class Distinct(KindParams, StageSpec):
         return f"distinct({'by key' if self.key_fn is not None else ''})"
 
     def plan(self, planner: Planner, node: PlanNode) -> None:
-        plan_by_key(planner, node, self.key_fn or _itself, lambda ts: replace(self, timestamped=ts))
+        plan_by_key(planner, node, self.key_fn or itself, lambda ts: replace(self, timestamped=ts))
+
+
+def _keep_first(acc: tuple[Any, ...], item: Any) -> tuple[Any, ...]:
+    return acc or (item,)
+
+
+def _first_of(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    return a or b
+
+
+def _the_item(acc: tuple[Any, ...]) -> Any:
+    return acc[0] if acc else None
+
+
+#: one item of a group, the first its accumulator holds (``()`` or ``(item,)``); it combines,
+#: so sliding and session windows take it. Jet's ``pickAny``, the operation of its windowed
+#: ``distinct``: which item of a key is kept is unspecified there; here it is the first to
+#: arrive in the earliest frame (sliding), or of the session merged first (session windows).
+PICK_FIRST = AggregateOperation(create=tuple, accumulate=_keep_first, combine=_first_of, finish=_the_item)
 
 
 #: the vertex supplier of distinct (its declaration, `Distinct`)
