@@ -21,6 +21,8 @@ import argparse
 import os
 import time
 
+from proc_cpu import tree_cpu_seconds
+
 from jetbench import run
 from jetbench.nexmark.config import NexmarkConfig
 from jetbench.nexmark.digest import digest
@@ -29,32 +31,6 @@ from jetbench.nexmark.source import from_events
 from jetbench.nexmark.suite import SMOKE_EVENTS, events_source, generate_timed, release_source
 from jetbench.pipeline.connectors import Source
 from jetbench.spark import SparkRunner, session
-
-
-def tree_cpu_seconds() -> float:
-    """CPU seconds of this process and its descendants (Spark's JVM, its Python workers), the live
-    ones and those waited for (Linux /proc; 0.0 elsewhere)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, int] = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        cpu[int(entry)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-    total, todo = 0, [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        total += cpu.get(pid, 0)
-        todo += children.get(pid, [])
-    return total / tick
-
 
 VARIANTS = ("list+aqe", "cached", "cached+aqe", "cached+windows", "cached-lowering")
 

@@ -12,13 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_wordcount_cpu import cpu_by_kind  # noqa: E402
+from spark_wordcount_cpu import cpu_by_kind
 
 MEMBER = "struct<s:string,i:bigint,f:double,b:boolean,y:binary>"
 KEY_COLUMN = {"array<struct>": f"array<{MEMBER}>", "binary": "binary"}

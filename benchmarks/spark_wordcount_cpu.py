@@ -18,6 +18,8 @@ import os
 import time
 from functools import partial
 
+from proc_cpu import process_tree
+
 from jetbench.bench.common import with_adaptive
 from jetbench.bench.spark_wordcount import _counts, dataframe_wordcount, sparkrunner_pipeline
 from jetbench.spark import SparkRunner, datasets, session
@@ -27,32 +29,11 @@ KINDS = ("driver", "jvm", "workers")
 
 def cpu_by_kind() -> dict[str, float]:
     """CPU seconds of this process (driver), the JVM and the Python workers under it (Linux /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, int] = {}
-    command: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{entry}/cmdline") as f:
-                command[int(entry)] = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        cpu[int(entry)] = int(fields[11]) + int(fields[12])
     out = dict.fromkeys(KINDS, 0.0)
-    todo = [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
-        cmd = command.get(pid, "")
-        kind = "driver" if pid == os.getpid() else "jvm" if "java" in cmd else "workers" if "pyspark" in cmd else None
+    for pid, seconds, command in process_tree():
+        kind = "driver" if pid == os.getpid() else "jvm" if "java" in command else "workers" if "pyspark" in command else None
         if kind is not None:
-            out[kind] += cpu.get(pid, 0) / tick
+            out[kind] += seconds
     return out
 
 
