@@ -229,10 +229,10 @@ class Dashboard(anywidget.AnyWidget):
         if self._side:  # in the side panel the widget itself; inline, its placeholder line
             display(self._repr_mimebundle_(), raw=True)
             return
-        from .widget_fallback import display_with_snapshot
+        from .widget_fallback import Shown, display_with_snapshot
 
         self._snapshot = display_with_snapshot(
-            _Shown(self._repr_mimebundle_()), self.snapshot_html, "dashboard",
+            Shown(self._repr_mimebundle_()), self.snapshot_html, "dashboard",
             f"The dashboard of job {self.job.name!r} as last seen (a static copy: the live one needs a running kernel).")
 
     def snapshot_html(self) -> str:
@@ -386,14 +386,3 @@ class Dashboard(anywidget.AnyWidget):
         # wait through jetbench) from one that acted
         if "id" in content:
             self.send({"ack": content["id"]})
-
-
-class _Shown:
-    """A display bundle as an object `IPython.display.display` shows (the widget's own view,
-    without calling back into `Dashboard._ipython_display_`)."""
-
-    def __init__(self, bundle: Any):
-        self.bundle = bundle
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.bundle

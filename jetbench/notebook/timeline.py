@@ -245,6 +245,9 @@ class Timeline(anywidget.AnyWidget):
                     if self.source.follow:
                         self.source.command({"cmd": "fit"})
                     self._publish()
+                    snapshot = getattr(self, "_snapshot", None)
+                    if snapshot is not None:
+                        snapshot.update()
                     return
                 state = self.source.tick(self.interval_s)
                 if state is not None:
@@ -267,6 +270,24 @@ class Timeline(anywidget.AnyWidget):
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and self.source.command(content):
             self._publish()
+
+    def _ipython_display_(self) -> None:
+        """``display(timeline)`` (or a cell ending in one): the live widget and, right after it, a
+        static copy (`timeline_static`: an SVG of the same lanes) that the live widget hides and
+        a notebook opened again without a kernel shows instead of "model not found"; refreshed
+        when the job ends, so a saved notebook holds the finished recording."""
+        from .widget_fallback import Shown, display_with_snapshot
+
+        self._snapshot = display_with_snapshot(
+            Shown(self._repr_mimebundle_()), self.snapshot_html, "timeline",
+            f"The timeline of job {self.source.model.job_name!r} as last drawn (a static copy: zoom, pan "
+            "and hover need a running kernel).")
+
+    def snapshot_html(self) -> str:
+        """The drawing now shown, as a static SVG."""
+        from .timeline_static import timeline_svg
+
+        return timeline_svg(self.state or {})
 
     def __repr__(self) -> str:
         return f"Timeline({self.source.model.job_name!r}, live={self.source.live})"

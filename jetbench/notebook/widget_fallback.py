@@ -80,6 +80,18 @@ class Snapshot:
         return True
 
 
+class Shown:
+    """A display bundle as an object `IPython.display.display` shows: a widget's own view,
+    without calling back into the widget's ``_ipython_display_`` (which shows it with its
+    snapshot)."""
+
+    def __init__(self, bundle: Any):
+        self.bundle = bundle
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.bundle
+
+
 def display_with_snapshot(widget: Any, make: Callable[[], str | None], name: str, caption: str) -> Snapshot:
     """Display ``widget`` (anything `IPython.display.display` shows) and, right after it, the
     snapshot ``make()`` returns (HTML; None for none); returns the `Snapshot` to update later.

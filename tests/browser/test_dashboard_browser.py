@@ -239,19 +239,24 @@ def test_a_dashboard_made_after_its_job_ended_says_why_its_cpu_chart_is_empty(la
 
 
 def test_a_reopened_notebook_shows_the_dashboards_final_snapshot(lab, page):
+    """And the timeline's: its static copy is an SVG of the same lanes."""
     write_notebook(lab.root / "snapshot.ipynb", [
         "from jetbench import Pipeline, sources, sinks, ExecutionService\n"
         "p = Pipeline()\n"
         "p.read_from(sources.items(range(3000))).map(lambda x: x + 1).write_to(sinks.collect())\n"
-        "job = ExecutionService().submit(p)\n"
+        "job = ExecutionService(trace=True).submit(p)\n"
         "job.dashboard(interval_s=0.1)",
         "job.join(); 'joined'",
+        "job.timeline()",
     ])
     open_notebook(page, lab, "snapshot.ipynb")
-    run_all(page, 2)
+    run_all(page, 3)
     page.wait_for_selector(f'{DASH} .jb-status[data-status="completed"]', timeout=30_000)
     snap = page.locator('.jp-NotebookPanel .jetbench-snapshot[data-for="dashboard"]')
     assert snap.count() == 1 and not snap.is_visible()  # hidden while the live dashboard shows
+    page.locator(".jp-NotebookPanel .jetbench-timeline").wait_for()
+    timeline_snap = page.locator('.jp-NotebookPanel .jetbench-snapshot[data-for="timeline"]')
+    assert timeline_snap.count() == 1 and not timeline_snap.is_visible()
     page.wait_for_function(
         "() => document.querySelector('.jetbench-snapshot[data-for=\"dashboard\"]')?.textContent.includes('completed')")
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
@@ -264,6 +269,13 @@ def test_a_reopened_notebook_shows_the_dashboards_final_snapshot(lab, page):
     text = snap.inner_text()
     assert snap.is_visible() and "completed" in text and "sinks received 3,000" in text, text
     screenshot(page.locator(".jp-NotebookPanel .jp-Cell").first, "dashboard-reopened-snapshot.png")
+    timeline_snap = page.locator('.jp-NotebookPanel .jetbench-snapshot[data-for="timeline"]')
+    assert timeline_snap.is_visible() and "static copy" in timeline_snap.inner_text()
+    lane = timeline_snap.locator("svg g[data-lane='jetbench.job-1.cooperative-0']")
+    assert lane.locator("text").first.text_content() == "cooperative-0"
+    assert lane.locator("rect").count() > 2  # the lane and its calls
+    timeline_snap.scroll_into_view_if_needed()
+    shot(timeline_snap, "timeline-reopened-snapshot.png")
 
 
 FAULT_TOLERANT = """\
