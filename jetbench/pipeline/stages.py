@@ -771,6 +771,9 @@ class WindowedStage:
             raise PipelineError(f"stage {self.stage.name!r}: session windows need an aggregate op with combine")
         if self.window_def.kind == "sliding" and not self.window_def.is_tumbling and op.combine is None:
             raise PipelineError(f"stage {self.stage.name!r}: sliding windows need an aggregate op with combine")
+        if self.window_def.early_results_ms and op.combine is None:
+            raise PipelineError(f"stage {self.stage.name!r}: early results ({self.window_def!r}) need an aggregate op "
+                                "with combine")
         spec = self.stage._declare(lambda: WindowAggregate(self.key_fn, op, self.window_def))
         return self.stage._next(spec, name or f"window-{self.window_def!r}", timestamped=True)
 

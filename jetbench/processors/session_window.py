@@ -19,6 +19,7 @@ from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 from .aggregate_operation import AggregateOperation, adds_one
 from .due_keys import DueKeys
+from .early_results import EarlyResults
 from .emitter import Emitter
 from .snapshotting import EntrySaver, instance_key, own_values
 from .window_definition import WindowResult, check_window_key
@@ -36,6 +37,9 @@ class SessionWindowP(Processor):
     ``end <= wm``, ordered by end, then is forwarded. Input comes as ``(ts, item)`` pairs or as
     a stamped chunk's columns (``accepts_stamped``), zipped as they are read.
 
+    Early results (``early_results_ms``, `jetbench.processors.early_results`): every period, the
+    current result of each session.
+
     Snapshots: each key's sessions under the key (back to the instance owning it), and the
     instance's last watermark, late-event counter and deadline heap under a broadcast key. A
     restored instance takes its own (at another parallelism, the lowest last watermark saved);
@@ -45,9 +49,11 @@ class SessionWindowP(Processor):
     snapshot_support: ClassVar[str] = "supported"
 
     def __init__(
-        self, key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation, gap: int | float
+        self, key_fn: Callable[[Any], Hashable] | None, op: AggregateOperation, gap: int | float,
+        early_results_ms: int = 0,
     ):
         check_session(op, gap)
+        self._early = EarlyResults(early_results_ms)
         self.key_fn = check_window_key(key_fn)
         self.op = op
         self.gap = gap
@@ -71,6 +77,7 @@ class SessionWindowP(Processor):
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._emitter = Emitter(outbox)
+        self._early.start(context.clock)
 
     # -- snapshots ------------------------------------------------------------------------------
 
@@ -369,6 +376,23 @@ class SessionWindowP(Processor):
         if closed:
             closed.sort(key=_first)  # stable: ties keep the order they were collected in
             self._emitter.emit([(e, _new(WindowResult, (s[0], e, k, finish(s[2])))) for e, k, s in closed])
+
+
+    # -- early results ----------------------------------------------------------------------------
+
+    def try_process(self) -> bool:
+        return self._early.try_emit(self._emitter, self.context.clock, self._early_results)
+
+    def _early_results(self) -> list[Any]:
+        """The current result of every session (none is closed yet), in order of end; each made
+        from a copy of its accumulator (``combine(create(), acc)``), the state left as it is. A
+        later event may still extend a session or merge it with another."""
+        create, combine, finish = self.op.create, self.op.combine, self.op.finish_fn
+        assert combine is not None  # check_session
+        out = [(s[1], _new(WindowResult, (s[0], s[1], k, finish(combine(create(), s[2])))))
+               for k, ss in self.sessions.items() for s in ss]
+        out.sort(key=_first)
+        return out
 
 
 def _start(session: list[Any]) -> Any:

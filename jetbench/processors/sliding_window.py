@@ -15,6 +15,7 @@ from ..core.items import Watermark
 from ..core.outbox import Outbox
 from ..core.processor import Processor, ProcessorContext
 from .aggregate_operation import AggregateOperation, _identity, is_identity
+from .early_results import EarlyResults, check_early_results
 from .emitter import Emitter
 from .snapshotting import EntrySaver, instance_key, own_values
 from .window_definition import WindowDefinition, WindowResult, check_window_key
@@ -43,6 +44,10 @@ class SlidingWindowP(Processor):
     ``accumulate_groups``, fold a whole batch at once when its events all fall in one frame
     (`folds_batches`; in running mode only into a frame not yet part of the running window, as
     the leading frame of an ordered stream is).
+
+    Early results (``window_def.early_results_ms``, `jetbench.processors.early_results`): every
+    period, the current result of each window not closed yet that holds data, recombined from
+    its frames.
 
     Input comes as ``(ts, item)`` pairs or, from a producer that emits them, as a stamped
     chunk's columns (``accepts_stamped``): the batch path then folds the items column as it is,
@@ -95,6 +100,7 @@ class SlidingWindowP(Processor):
         self._saver = EntrySaver()
         self._restored: list[list[Any]] = [[], []]  # progress entries restored: this instance's, every one's
         self._recount = False  # running accumulators of one key came from two instances
+        self._early = EarlyResults(window_def.early_results_ms)
 
     @property
     def folds_batches(self) -> bool:
@@ -106,6 +112,7 @@ class SlidingWindowP(Processor):
     def init(self, outbox: Outbox, context: ProcessorContext) -> None:
         super().init(outbox, context)
         self._emitter = Emitter(outbox)
+        self._early.start(context.clock)
 
     def _copy_of(self, acc: Any) -> Any:
         """A mutable accumulator copied through ``combine(create(), acc)``; others as they are."""
@@ -307,20 +314,48 @@ class SlidingWindowP(Processor):
                         entry[0] = deduct(entry[0], a)
                         entry[1] -= 1
             return
-        # recombine all frames of the window
-        create, combine = op.create, op.combine
-        assert combine is not None  # sliding windows have combine (check_sliding)
+        window = self._recombined(start, end)
+        frames.pop(start, None)
+        out += [(end, _new(WindowResult, (start, end, k, finish(a)))) for k, a in window.items()]
+
+    def _recombined(self, start: int, end: int) -> dict[Hashable, Any]:
+        """Window [start, end) recombined from its frames: key -> a new accumulator (the
+        frames' accumulators are left as they are)."""
+        frames = self.frames
+        create, combine = self.op.create, self.op.combine
+        assert combine is not None  # sliding windows and early results have combine (check_sliding)
         window: dict[Hashable, Any] = {}
         get = window.get
-        for fs in range(start, end, slide):
+        for fs in range(start, end, self.slide):
             frame = frames.get(fs)
             if frame:
                 for k, a in frame.items():
                     acc = get(k, _MISSING)
                     window[k] = combine(create() if acc is _MISSING else acc, a)
-        frames.pop(start, None)
-        out += [(end, _new(WindowResult, (start, end, k, finish(a)))) for k, a in window.items()]
+        return window
 
+    # -- early results ----------------------------------------------------------------------------
+
+    def try_process(self) -> bool:
+        return self._early.try_emit(self._emitter, self.context.clock, self._early_results)
+
+    def _early_results(self) -> list[Any]:
+        """The current result of every window not closed yet that holds data, in order of end;
+        the state is left as it is (each made from a copy, `_recombined`)."""
+        frames = self.frames
+        if not frames:
+            return []
+        slide, size, finish = self.slide, self.size, self.op.finish_fn
+        end = int(min(frames)) + slide  # the first window end holding the lowest frame
+        if self._next_end is not None and self._next_end > end:
+            end = self._next_end  # windows ending before were emitted
+        last = int(max(frames)) + size
+        out: list[Any] = []
+        while end <= last:
+            start = end - size
+            out += [(end, _new(WindowResult, (start, end, k, finish(a)))) for k, a in self._recombined(start, end).items()]
+            end += slide
+        return out
 
     # -- snapshots ------------------------------------------------------------------------------
 
@@ -405,3 +440,5 @@ def check_sliding(op: AggregateOperation, window_def: WindowDefinition) -> None:
             f"{window_def!r} needs an AggregateOperation with combine (a window spans several frames); "
             "only tumbling windows work without it"
         )
+    check_early_results(op, window_def)
+

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 from ..core.processor import Processor
 from .aggregate_operation import AggregateOperation, require_operation
+from .early_results import check_early_results
 from .kind_params import KindParamError, KindParams, aggregate_op, code, window_definition
 from .planning import Planner, PlanNode, StageSpec, plan_by_key
 from .session_window import SessionWindowP, check_session
@@ -48,7 +49,7 @@ def window_processor(key_fn: Callable[[Any], Hashable] | None, op: AggregateOper
                      window_def: WindowDefinition) -> Processor:
     """`SessionWindowP` or `SlidingWindowP`, by ``window_def.kind``."""
     if window_def.kind == "session":
-        return SessionWindowP(key_fn, op, window_def.gap)
+        return SessionWindowP(key_fn, op, window_def.gap, window_def.early_results_ms)
     return SlidingWindowP(key_fn, op, window_def)
 
 
@@ -91,6 +92,7 @@ class WindowAggregate(KindParams, StageSpec):
             check_sliding(self.op, self.window_def)
         elif kind == "session":
             check_session(self.op, self.window_def.gap)
+            check_early_results(self.op, self.window_def)
         else:
             raise KindParamError(f"window_aggregate: unknown window definition {self.window_def!r}")
 
