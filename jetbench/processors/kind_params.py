@@ -391,6 +391,7 @@ WINDOW_PARAMS = (
     Param("size", "int", 1000, minimum=0, strict=True, when=("window", ("tumbling", "sliding")), help="ms"),
     Param("slide", "int", 1000, minimum=0, strict=True, when=("window", ("sliding",)), help="ms (sliding)"),
     Param("gap", "int", 1000, minimum=0, strict=True, when=("window", ("session",)), help="ms (session)"),
+    Param("early", "int", 0, minimum=0, help="early results every that many ms (0: none)"),
 )
 WINDOW_IMPORT = "from jetbench import window"
 
@@ -399,28 +400,32 @@ def window_of(p: dict[str, Any]) -> WindowDefinition:
     """The window definition the builder's ``window``/``size``/``slide``/``gap`` mean."""
     kind = p.get("window")
     if kind == "tumbling":
-        return tumbling(p["size"])
-    if kind == "sliding":
-        return sliding(p["size"], p["slide"])
-    if kind == "session":
-        return session(p["gap"])
-    raise BuilderError(f"unknown window kind {kind!r}")
+        wd = tumbling(p["size"])
+    elif kind == "sliding":
+        wd = sliding(p["size"], p["slide"])
+    elif kind == "session":
+        wd = session(p["gap"])
+    else:
+        raise BuilderError(f"unknown window kind {kind!r}")
+    return wd.early_results_period(p["early"]) if p.get("early") else wd
 
 
 def window_code(p: dict[str, Any]) -> str:
     """`window_of` as code."""
+    early = f".early_results_period({p['early']})" if p.get("early") else ""
     if p.get("window") == "sliding":
-        return f"window.sliding({p['size']}, {p['slide']})"
+        return f"window.sliding({p['size']}, {p['slide']}){early}"
     if p.get("window") == "session":
-        return f"window.session({p['gap']})"
-    return f"window.tumbling({p['size']})"
+        return f"window.session({p['gap']}){early}"
+    return f"window.tumbling({p['size']}){early}"
 
 
 def read_window(wd: WindowDefinition) -> dict[str, Any]:
     """The builder's parameters of a window definition."""
+    early = {"early": wd.early_results_ms} if wd.early_results_ms else {}
     if wd.kind == "session":
-        return {"window": "session", "gap": wd.gap}
-    return {"window": "tumbling" if wd.is_tumbling else "sliding", "size": wd.size, "slide": wd.slide}
+        return {"window": "session", "gap": wd.gap, **early}
+    return {"window": "tumbling" if wd.is_tumbling else "sliding", "size": wd.size, "slide": wd.slide, **early}
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:

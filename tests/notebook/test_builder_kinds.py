@@ -395,7 +395,7 @@ def test_pipelines_open_editable_fused_two_stage_and_windowed():
     mw.load_dag(w)
     assert mw.notes() == [] and mw.problems() == []
     assert mw.vertex("window-sliding(2000, 1000)")["params"] == {
-        "window": "sliding", "size": 2000, "slide": 1000, "gap": 1000, "key_fn": "x[0]", "op": "summing",
+        "window": "sliding", "size": 2000, "slide": 1000, "gap": 1000, "early": 0, "key_fn": "x[0]", "op": "summing",
         "value": "len(x)"}
     assert [e["key"] for e in mw.edges if e["routing"] == "partitioned"] == ["x[1][0]"]
     assert mw.vertex("map-upper")["params"]["steps"] == "map: str.upper(x)"

@@ -23,6 +23,7 @@ from jetbench.core.outbox import Outbox
 from jetbench.core.processor import ProcessorContext
 from jetbench.pipeline.errors import PipelineError
 from jetbench.processors.aggregate_operation import AggregateOperation, counting
+from jetbench.processors.kind_params import read_window, window_code, window_of
 from jetbench.processors.window_aggregate import window_aggregate, window_processor
 from jetbench.processors.window_definition import WindowResult, session, sliding, tumbling
 
@@ -144,3 +145,11 @@ def test_a_pipeline_window_with_early_results_plans_and_checks_its_operation():
             window.session(10).early_results_period(bad)
     assert repr(window.sliding(20, 10).early_results_period(5)) == "sliding(20, 10).early_results_period(5)"
     assert window.tumbling(10).early_results_period(5).early_results_period(0) == window.tumbling(10)
+
+
+@pytest.mark.parametrize("wd", [tumbling(10), sliding(20, 10).early_results_period(5), session(7).early_results_period(3)])
+def test_the_builder_shows_reads_and_writes_the_period(wd):
+    p = read_window(wd)
+    assert p.get("early", 0) == wd.early_results_ms
+    assert window_of(p) == wd
+    assert eval(window_code(p), {"window": window}) == wd

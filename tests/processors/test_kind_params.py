@@ -60,7 +60,7 @@ def test_a_declaration_is_its_kind_s_supplier_function_and_its_builder_names_are
         # and a window's, which the builder shows as a choice and its numbers or function
         # (an operation field named otherwise, ``op1``, shows ``op1`` and ``value1``: `op_names`)
         values = {op_names(f.name)[1] for f in dataclasses.fields(cls) if f.name.startswith("op")}
-        assert shown - fields <= {"op", "value", "window", "size", "slide", "gap"} | values, (cls, shown - fields)
+        assert shown - fields <= {"op", "value", "window", "size", "slide", "gap", "early"} | values, (cls, shown - fields)
     if issubclass(cls, StageSpec):
         assert cls.kind != StageSpec.kind  # a stage names its kind
 
