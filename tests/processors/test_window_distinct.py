@@ -8,6 +8,7 @@ import math
 from collections import Counter
 from operator import itemgetter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
@@ -20,6 +21,7 @@ from jetbench.processors.aggregate_operation import to_list
 from jetbench.processors.distinct import PICK_FIRST, itself
 from jetbench.processors.window_aggregate import window_processor
 from jetbench.processors.window_definition import WindowResult, session, sliding, tumbling
+from jetbench.testing import verify_processor
 
 key0 = itemgetter(0)
 _SETTINGS = settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -146,3 +148,23 @@ def test_pipeline_window_distinct_of_a_stream_needs_hashable_items_only_when_not
     stage = p.read_from(sources.test_stream([(0, ["a", 1]), (3, ["a", 2]), (4, ["b", 3])]))
     stage.group_by(lambda e: e[0]).window(window.tumbling(10)).distinct().write_to(sinks.collect())
     assert sorted((r.key, r.value) for r in run(p)) == [("a", ["a", 1]), ("b", ["b", 3])]
+
+
+@pytest.mark.parametrize("wd", [tumbling(10), sliding(20, 10), session(5)], ids=repr)
+@pytest.mark.parametrize("keyed", [True, False])
+def test_verify_processor_window_distinct(wd, keyed):
+    """Every test mode, Jet's three snapshot modes too: a window's item of each key survives
+    snapshots and restores."""
+    events = [(1, (0, 1)), (4, (1, 2)), (3, (0, 1)), (12, (0, 3)), Watermark(12), (15, (0, 4)), (13, (0, 3)),
+              (27, (1, 5)), Watermark(30), (33, (1, 6)), (31, (1, 7))]
+    key_fn = key0 if keyed else itself
+    expected, _ = _reference(events, key_fn, wd)
+
+    def check(output):
+        results = [item[1] for item in output if not isinstance(item, Watermark)]
+        members = {(r.start, r.end, r.key): r.value for segment in expected for _, r in segment}
+        assert Counter((r.start, r.end, r.key) for r in results) == Counter(list(members))
+        assert all(r.value in members[r.start, r.end, r.key] for r in results)
+
+    report = verify_processor(lambda: window_processor(key_fn, PICK_FIRST, wd), input=events, assert_output=check)
+    assert len(report.modes) == 5
