@@ -58,6 +58,14 @@ class EarlyResults:
         out = results()
         return emitter.emit(out) if out else True
 
+    def wake_time(self, emitter: Emitter) -> float | None:
+        """A processor's ``next_wake_time`` (for a timer-aware idle strategy): when the next early
+        results are due, in ``clock.monotonic()`` seconds; +inf without early results (the
+        processor is input-driven then); None (cannot tell) while results wait for room."""
+        if emitter.pending:
+            return None
+        return self.next_at / 1e9
+
 
 def check_early_results(op: AggregateOperation, window_def: WindowDefinition) -> None:
     """Early results copy the accumulators through ``combine``: the operation must have it."""

@@ -383,6 +383,11 @@ class SessionWindowP(Processor):
     def try_process(self) -> bool:
         return self._early.try_emit(self._emitter, self.context.clock, self._early_results)
 
+    def next_wake_time(self) -> float | None:
+        """When the next early results are due; +inf without them: a window processor is
+        input-driven, so a timer-aware idle strategy can park it until input comes."""
+        return self._early.wake_time(self._emitter)
+
     def _early_results(self) -> list[Any]:
         """The current result of every session (none is closed yet), in order of end; each made
         from a copy of its accumulator (``combine(create(), acc)``), the state left as it is. A

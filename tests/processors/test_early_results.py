@@ -184,3 +184,20 @@ def test_verify_processor_with_early_results_on_a_moving_clock(wd):
     verify_processor(lambda: window_processor(key0, op, wd.early_results_period(PERIOD_MS)), input=events,
                      assert_output=check, context={"clock": MockClock(step=PERIOD_MS / 2000)})
     assert max(sizes) > len(final)  # early results came (in the modes whose instances live long enough)
+
+
+@pytest.mark.parametrize("wd", [tumbling(10), sliding(10, 5), session(10)], ids=repr)
+def test_the_timer_idle_strategy_parks_a_window_until_input_or_its_next_early_results(wd):
+    """``next_wake_time``: without early results a window processor is input-driven (+inf), so
+    the timer strategy parks its worker until input comes (notebook 04 shows those parks); with
+    them, the time the next are due on the context's clock."""
+    import math
+
+    clock = MockClock()
+    plain = window_processor(key0, counting(), wd)
+    plain.init(Outbox(1), ProcessorContext("window", 0, 0, 1, 1, clock=clock))
+    assert plain.next_wake_time() == math.inf
+    early = window_processor(key0, counting(), wd.early_results_period(PERIOD_MS))
+    early.init(Outbox(1), ProcessorContext("window", 0, 0, 1, 1, clock=clock))
+    due = early.next_wake_time()
+    assert due is not None and abs(due - (clock.monotonic() + PERIOD_MS / 1000)) < 1e-6
