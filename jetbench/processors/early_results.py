@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.clock import Clock
 from ..core.errors import JetbenchError
+from ..core.processor import Processor
 from .aggregate_operation import AggregateOperation
 from .emitter import Emitter
 from .window_definition import WindowDefinition
@@ -65,6 +66,25 @@ class EarlyResults:
         if emitter.pending:
             return None
         return self.next_at / 1e9
+
+
+class EarlyResultsProcessor(Processor):
+    """What a window processor with early results adds to `Processor`: ``try_process`` emits
+    them when due (`EarlyResults.try_emit` of ``_early_results()``), ``next_wake_time`` says when
+    (`EarlyResults.wake_time`: +inf without early results, so the window stays input-driven for
+    a timer-aware idle strategy). The subclass sets ``_early`` and ``_emitter``."""
+
+    _early: EarlyResults
+    _emitter: Emitter
+
+    def _early_results(self) -> list[Any]:
+        raise NotImplementedError
+
+    def try_process(self) -> bool:
+        return self._early.try_emit(self._emitter, self.context.clock, self._early_results)
+
+    def next_wake_time(self) -> float | None:
+        return self._early.wake_time(self._emitter)
 
 
 def check_early_results(op: AggregateOperation, window_def: WindowDefinition) -> None:

@@ -16,10 +16,10 @@ from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.items import Watermark
 from ..core.outbox import Outbox
-from ..core.processor import Processor, ProcessorContext
+from ..core.processor import ProcessorContext
 from .aggregate_operation import AggregateOperation, adds_one
 from .due_keys import DueKeys
-from .early_results import EarlyResults
+from .early_results import EarlyResults, EarlyResultsProcessor
 from .emitter import Emitter
 from .snapshotting import EntrySaver, instance_key, own_values
 from .window_definition import WindowResult, check_window_key
@@ -31,7 +31,7 @@ _first = itemgetter(0)
 _INF = math.inf
 
 
-class SessionWindowP(Processor):
+class SessionWindowP(EarlyResultsProcessor):
     """Session windows per key: an event at ``ts`` opens ``[ts, ts + gap)``; overlapping or
     touching sessions merge (``op.combine``). A watermark emits every session with
     ``end <= wm``, ordered by end, then is forwarded. Input comes as ``(ts, item)`` pairs or as
@@ -379,14 +379,6 @@ class SessionWindowP(Processor):
 
 
     # -- early results ----------------------------------------------------------------------------
-
-    def try_process(self) -> bool:
-        return self._early.try_emit(self._emitter, self.context.clock, self._early_results)
-
-    def next_wake_time(self) -> float | None:
-        """When the next early results are due; +inf without them: a window processor is
-        input-driven, so a timer-aware idle strategy can park it until input comes."""
-        return self._early.wake_time(self._emitter)
 
     def _early_results(self) -> list[Any]:
         """The current result of every session (none is closed yet), in order of end; each made

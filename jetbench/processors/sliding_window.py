@@ -13,9 +13,9 @@ from ..core.errors import JetbenchError
 from ..core.inbox import Inbox
 from ..core.items import Watermark
 from ..core.outbox import Outbox
-from ..core.processor import Processor, ProcessorContext
+from ..core.processor import ProcessorContext
 from .aggregate_operation import AggregateOperation, _identity, is_identity
-from .early_results import EarlyResults, check_early_results
+from .early_results import EarlyResults, EarlyResultsProcessor, check_early_results
 from .emitter import Emitter
 from .snapshotting import EntrySaver, instance_key, own_values
 from .window_definition import WindowDefinition, WindowResult, check_window_key
@@ -31,7 +31,7 @@ _second = itemgetter(1)
 _IMMUTABLE = frozenset({int, float, bool, str, bytes, complex, frozenset, type(None)})
 
 
-class SlidingWindowP(Processor):
+class SlidingWindowP(EarlyResultsProcessor):
     """Tumbling and sliding windows over frames of ``window_def.slide`` ms.
 
     State: ``frames`` maps a frame start to ``{key: acc}``. On a watermark every window whose end
@@ -335,14 +335,6 @@ class SlidingWindowP(Processor):
         return window
 
     # -- early results ----------------------------------------------------------------------------
-
-    def try_process(self) -> bool:
-        return self._early.try_emit(self._emitter, self.context.clock, self._early_results)
-
-    def next_wake_time(self) -> float | None:
-        """When the next early results are due; +inf without them: a window processor is
-        input-driven, so a timer-aware idle strategy can park it until input comes."""
-        return self._early.wake_time(self._emitter)
 
     def _early_results(self) -> list[Any]:
         """The current result of every window not closed yet that holds data, in order of end;
