@@ -194,22 +194,19 @@ class KafkaSourceP(EmittingProcessor):
     def _refresh_high_offsets(self, now: float) -> None:
         """The partitions' high watermarks as the last fetches reported them; a partition not
         fetched yet (a source held back by a full queue after reading another) is asked of the
-        broker, briefly; one still unknown is asked again at the next call."""
+        broker, briefly (an unanswered one is asked again at the next refresh, not sooner: a
+        slow broker does not slow every call)."""
+        self._high_at = now
         consumer = self._consumer
-        known = True
         for tp in self._assigned:
             _, high = consumer.get_watermark_offsets(tp, cached=True)
             if high < 0:
                 try:
                     _, high = consumer.get_watermark_offsets(tp, timeout=HIGH_OFFSETS_WAIT_S)
-                except Exception:  # noqa: BLE001 - the broker did not answer in time: ask again later
-                    high = -1
+                except Exception:  # noqa: BLE001 - the broker did not answer in time: ask at the next refresh
+                    continue
             if high >= 0:
                 self.high_offsets[(tp.topic, tp.partition)] = high
-            else:
-                known = False
-        if known:
-            self._high_at = now
 
     def _offer_watermark(self, wm: Watermark) -> None:
         # a non-cooperative source's outbox blocks rather than refuse (jetbench.core.processor)
