@@ -41,7 +41,7 @@ from .core import (
     Watermark,
 )
 from .core.errors import register_location_label
-from .core.job import register_waiter
+from .core.job_handle import register_waiter
 from .core.views import register_view
 from .pipeline import Pipeline, PipelineError
 from .processors.builder_kind import BuilderError

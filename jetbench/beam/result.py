@@ -22,7 +22,8 @@ from typing import Any
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
 from ..core.errors import JobCancelled, JobTimeout
-from ..core.job import Job, JobStatus
+from ..core.job import Job
+from ..core.job_handle import JobStatus
 from .translation import BeamPlan
 
 __all__ = ["JetbenchPipelineResult"]

@@ -18,8 +18,9 @@ from .execution import ExecutionService
 from .idle import BackoffIdler, IdleConfig, Idler, TimerIdler
 from .inbox import Inbox
 from .items import DONE, IDLE_MESSAGE, Watermark
-from .job import Job, JobStatus
+from .job import Job
 from .job_config import JobConfig, ProcessingGuarantee
+from .job_handle import JobStatus
 from .metrics import JobMetrics, QueueStatistics, TaskletStatistics, WorkerStatistics
 from .outbox import Outbox
 from .processor import Processor, ProcessorContext

@@ -30,8 +30,9 @@ from .clock import SYSTEM_CLOCK, Clock
 from .dag import DAG
 from .errors import DagError, JetbenchError, JobError, JobTimeout
 from .idle import IDLE_STRATEGIES, IdleConfig, make_idler
-from .job import Job, JobStatus
+from .job import Job
 from .job_config import JobConfig
+from .job_handle import JobStatus
 from .plan import JobPlan, build_plan
 from .sampler import MetricsSampler
 from .tasklet import ProcessorTasklet

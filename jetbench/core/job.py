@@ -6,7 +6,6 @@ A job knows its tasklets and workers only through what they report (`ProcessorTa
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -17,11 +16,11 @@ from .errors import (
     JetbenchError,
     JobCancelled,
     JobError,
-    JobTimeout,
     drop_duplicate_generated_frames,
     failure_report,
 )
 from .idle import Idler
+from .job_handle import JobHandle, JobStatus
 from .metrics import JobMetrics, WorkerStatistics
 from .sampler import MetricsSampler
 from .tasklet import ProcessorTasklet
@@ -47,20 +46,6 @@ if TYPE_CHECKING:
 #: job's threads to end before letting the interrupt go on: cooperative workers leave within a
 #: round; only a processor call that does not return can hold one longer.
 STOP_GRACE_S = 5.0
-
-
-#: How `Job.join` waits, when a higher layer registered a way (the notebook layer does: inside a
-#: Jupyter kernel it waits in short slices that let the dashboard's messages through, and shows a
-#: progress line). It is called as ``waiter(job, wait, timeout, progress)``, where ``wait(t)``
-#: waits at most ``t`` seconds (None: until the end) and says whether the job has ended; it
-#: returns what ``wait(timeout)`` would. ``progress`` is `Job.join`'s argument, passed on.
-Waiter = Callable[["Job", Callable[[float | None], bool], float | None, bool | None], bool]
-_WAITER: list[Waiter] = []
-
-
-def register_waiter(waiter: Waiter | None) -> None:
-    """Make ``waiter`` the way `Job.join` waits (None: back to a plain wait)."""
-    _WAITER[:] = [] if waiter is None else [waiter]
 
 
 class JobWorker(TracedWorker, Protocol):
@@ -112,21 +97,7 @@ class JobService(Protocol):
     def set_idle_strategy(self, strategy: str) -> None: ...
 
 
-class JobStatus(enum.Enum):
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    #: a job with a processing guarantee stopped by ``suspend()`` after a terminal snapshot:
-    #: no thread runs until ``resume()``
-    SUSPENDED = "suspended"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self is not JobStatus.RUNNING and self is not JobStatus.SUSPENDED
-
-
-class Job:
+class Job(JobHandle):
     """A submitted DAG running on background threads.
 
     ``join()`` waits and returns `result` (or raises `JobError` / `JobCancelled`); ``cancel()``
@@ -135,23 +106,15 @@ class Job:
     """
 
     def __init__(self, name: str, clock: Clock = SYSTEM_CLOCK):
-        self.name = name
+        super().__init__(name, clock.monotonic())
         self.clock = clock
         self.tasklets: list[ProcessorTasklet] = []
         self.workers: list[JobWorker] = []
         #: the DAG's edges as ``(source vertex, destination vertex, destination ordinal)``, from
         #: the job's plan: maps a tasklet's inbound ordinal to its edge in the metrics
         self.edges: tuple[tuple[str, str, int], ...] = ()
-        self.start_time = clock.monotonic()
-        self.end_time: float | None = None
-        self._status = JobStatus.RUNNING
-        self._failure: BaseException | None = None
-        self._lock = threading.Lock()
-        self._done = threading.Event()
         self._live_workers = 0
-        self._result: Any = None
         self._result_fn: Callable[[], Any] | None = None
-        self._listeners: list[Callable[[Job], None]] = []
         #: read by every worker each round; set on failure or cancellation
         self.terminating = False
         #: the service running the job (its idle settings can change while it runs)
@@ -167,28 +130,8 @@ class Job:
 
     # -- public --------------------------------------------------------------------------------
 
-    @property
-    def status(self) -> JobStatus:
-        return self._status
-
-    @property
-    def is_done(self) -> bool:
-        return self._done.is_set()
-
-    @property
-    def failure(self) -> BaseException | None:
-        """The `JobError`/`JobCancelled` that ended the job, or None."""
-        return self._failure
-
-    @property
-    def result(self) -> Any:
-        """The collecting sink's value once the job completed (None while running or without one)."""
-        return self._result
-
-    @property
-    def elapsed(self) -> float:
-        end = self.end_time if self.end_time is not None else self.clock.monotonic()
-        return end - self.start_time
+    def _now(self) -> float:
+        return self.clock.monotonic()
 
     def join(self, timeout: float | None = None, progress: bool | None = None) -> Any:
         """Wait for the job; return its result, or raise `JobError`/`JobCancelled`/`JobTimeout`.
@@ -204,26 +147,13 @@ class Job:
         self.runs_freely = True
         if self.stepper is not None:  # step mode: from now on the job runs freely
             self.stepper.run_free()
-        try:
-            finished = _WAITER[0](self, self._done.wait, timeout, progress) if _WAITER else self._done.wait(timeout)
-            if finished:
-                for worker in self.workers:
-                    worker.thread.join()
-                if self.sampler is not None:
-                    self.sampler.join()
-        except KeyboardInterrupt as exc:
-            self._stop_after(exc)
-            # the same interrupt, saying what became of the job, without the frames of the wait
-            # (the waiter's slices, threading's lock): the traceback ends at this call
-            raise KeyboardInterrupt(f"job {self.name!r} was cancelled: the wait for it was interrupted") from None
-        except BaseException as exc:
-            self._stop_after(exc)
-            raise
-        if not finished:
-            raise JobTimeout(f"job {self.name!r} still {self._status.value} after {timeout} s")
-        if self._failure is not None:
-            raise self._failure
-        return self._result
+        return super().join(timeout, progress)
+
+    def _after_end(self) -> None:
+        for worker in self.workers:
+            worker.thread.join()
+        if self.sampler is not None:
+            self.sampler.join()
 
     def cancel(self) -> None:
         """Ask every tasklet to leave on its next turn; ``join()`` then raises `JobCancelled`."""
@@ -260,14 +190,10 @@ class Job:
             threads.append(self.sampler.thread)
         return [t for t in threads if t.is_alive()]
 
-    def _stop_after(self, exc: BaseException) -> None:
-        """``exc`` interrupted a wait for this job: stop the job; if a thread outlives the grace
-        period, say so on ``exc`` (a second interrupt while waiting goes on as it is)."""
-        if self.stop():
-            return
+    def _stuck_note(self) -> str:
         names = ", ".join(t.name for t in self.live_threads())
-        exc.add_note(f"jetbench: job {self.name!r} was cancelled, but after {STOP_GRACE_S:g} s these threads "
-                     f"are still in a call that has not returned: {names}")
+        return (f"jetbench: job {self.name!r} was cancelled, but after {STOP_GRACE_S:g} s these threads "
+                f"are still in a call that has not returned: {names}")
 
     def metrics(self) -> JobMetrics:
         """A frozen snapshot of every tasklet's and worker's counters."""
@@ -343,14 +269,6 @@ class Job:
     def plot_metrics(self, **kwargs: Any) -> Any:
         """A matplotlib figure of the recorded metrics, for when no live front end exists."""
         return view("plot_metrics")(self, **kwargs)
-
-    def add_done_listener(self, fn: Callable[[Job], None]) -> None:
-        """Call ``fn(job)`` once the job has ended (at once if it already has)."""
-        with self._lock:
-            if not self._done.is_set():
-                self._listeners.append(fn)
-                return
-        fn(self)
 
     def __repr__(self) -> str:
         return f"Job({self.name!r}, {self._status.value}, {len(self.tasklets)} tasklets)"

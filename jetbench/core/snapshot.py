@@ -40,8 +40,9 @@ from .code_fingerprint import changed_parts, vertex_fingerprints
 from .dag import DAG
 from .errors import JetbenchError, JobCancelled, JobError
 from .items import BroadcastKey
-from .job import Job, JobService, JobStatus
+from .job import Job, JobService
 from .job_config import JobConfig
+from .job_handle import JobStatus
 from .metrics import JobMetrics, SnapshotStatistics
 from .plan import JobPlan
 from .processor import Processor

@@ -3,7 +3,7 @@
 Jupyter hands a kernel's messages to its main thread one at a time: while a cell runs (for
 instance waits in ``job.join()`` or ``jetbench.run()``, or Run All has more cells queued) the
 dashboard's messages (Cancel, the idle sliders) wait behind it, and the job runs to its end. The
-waiter registered with `jetbench.core.job.register_waiter` (see `wait_for_job`) waits instead in
+waiter registered with `jetbench.core.job_handle.register_waiter` (see `wait_for_job`) waits instead in
 short slices (`SLICE_S`) and, between two slices, takes the messages that arrived for the main
 shell (`KernelPump`): widget (comm) messages are handled at once, as the kernel would when idle;
 anything else (the next cells' execute requests, completions...) is kept, in order, and handed

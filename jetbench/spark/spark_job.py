@@ -10,7 +10,7 @@ tasks and their Python workers), ``status`` is a `jetbench.JobStatus`, ``metrics
 `SparkRunStatus` (Spark's jobs, stages and tasks; read once more when the job ends, after
 Spark's listener bus has caught up, and kept), ``dashboard()`` the notebook's live view of its
 Spark stages (`jetbench.notebook.spark_dashboard`, through the view ``"spark_dashboard"``).
-``join`` waits as a local job's does (the waiter of `jetbench.core.job.register_waiter`): in a
+``join`` waits as a local job's does (the waiter of `jetbench.core.job_handle.register_waiter`): in a
 notebook it lets widget messages through (a dashboard's Cancel) and shows the progress line of
 `jetbench.notebook.spark_progress`, on a terminal a tqdm bar.
 
@@ -34,8 +34,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..core.errors import JetbenchError, JobCancelled, JobError, JobTimeout
-from ..core.job import _WAITER, JobStatus
+from ..core.errors import JetbenchError, JobCancelled, JobError
+from ..core.job_handle import JobHandle, JobStatus
 from ..core.views import view
 from .spark_status import SparkRunStatus, SparkStatusSource
 
@@ -50,7 +50,7 @@ _SLICE_S = 0.1
 _LISTENER_WAIT_MS = 5000
 
 
-class SparkJob:
+class SparkJob(JobHandle):
     """A job running on Spark. ``work(handle)`` runs on the job's thread and returns the job's
     value, each Spark action inside ``handle.action(name, details)``; ``cleanup()`` runs after
     it whatever happened (unpersisting cached frames). `SparkRunner.submit` makes these."""
@@ -60,70 +60,21 @@ class SparkJob:
 
     def __init__(self, name: str, sc: Any, work: Callable[[SparkJob], Any],
                  cleanup: Callable[[], None] | None = None):
-        self.name = name
+        super().__init__(name, time.monotonic())
         self.sc = sc
         self.tag = f"jetbench-{uuid.uuid4().hex}"
-        self.start_time = time.monotonic()
-        self.end_time: float | None = None
         self._source = SparkStatusSource(sc, self.tag, name)
-        self._status = JobStatus.RUNNING
-        self._failure: BaseException | None = None
-        self._result: Any = None
         self._final: SparkRunStatus | None = None
         self._cancelling = False
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._listeners: list[Callable[[SparkJob], None]] = []
         self.thread = threading.Thread(target=self._run, args=(work, cleanup), name=f"jetbench-spark-{self.tag[9:17]}",
                                        daemon=True)
         self.thread.start()
 
-    # -- what a local Job has too ----------------------------------------------------------------
+    # -- what a local Job has too (status, failure, result, elapsed, join, add_done_listener:
+    # `jetbench.core.job_handle.JobHandle`) ------------------------------------------------------
 
-    @property
-    def status(self) -> JobStatus:
-        return self._status
-
-    @property
-    def is_done(self) -> bool:
-        return self._done.is_set()
-
-    @property
-    def failure(self) -> BaseException | None:
-        """The `JobError`/`JobCancelled` that ended the job, or None."""
-        return self._failure
-
-    @property
-    def result(self) -> Any:
-        """The job's value once it completed (None before, or without a collecting sink)."""
-        return self._result
-
-    @property
-    def elapsed(self) -> float:
-        end = self.end_time if self.end_time is not None else time.monotonic()
-        return end - self.start_time
-
-    def join(self, timeout: float | None = None, progress: bool | None = None) -> Any:
-        """Wait for the job; return its value, or raise `JobError`/`JobCancelled`/`JobTimeout`.
-
-        ``progress``: None shows the progress line (notebook) or bar (terminal) unless turned
-        off, False never, True always. A `JobTimeout` leaves the job running. An interrupted
-        wait (KeyboardInterrupt) or one that fails cancels the job and waits for its thread
-        before the exception goes on."""
-        try:
-            finished = _WAITER[0](self, self._wait, timeout, progress) if _WAITER else self._wait(timeout)  # type: ignore[arg-type]
-        except KeyboardInterrupt as exc:
-            self._stop_after(exc)
-            raise KeyboardInterrupt(f"job {self.name!r} was cancelled: the wait for it was interrupted") from None
-        except BaseException as exc:
-            self._stop_after(exc)
-            raise
-        if not finished:
-            raise JobTimeout(f"job {self.name!r} still {self._status.value} after {timeout} s")
+    def _after_end(self) -> None:
         self.thread.join()  # it has set the end: only its last instructions are left
-        if self._failure is not None:
-            raise self._failure
-        return self._result
 
     def cancel(self) -> None:
         """Cancel the job's Spark jobs; ``join()`` then raises `JobCancelled` (nothing if it has ended)."""
@@ -154,14 +105,6 @@ class SparkJob:
     def dashboard(self, **kwargs: Any) -> Any:
         """The live notebook view of this job's Spark stages (`jetbench.notebook.spark_dashboard`)."""
         return view("spark_dashboard")(self, **kwargs)
-
-    def add_done_listener(self, fn: Callable[[SparkJob], None]) -> None:
-        """Call ``fn(job)`` once the job has ended (at once if it already has)."""
-        with self._lock:
-            if not self._done.is_set():
-                self._listeners.append(fn)
-                return
-        fn(self)
 
     @property
     def ui_url(self) -> str | None:
@@ -270,13 +213,9 @@ class SparkJob:
         with contextlib.suppress(Exception):  # a stopped context has nothing left to cancel
             self.sc.cancelJobsWithTag(self.tag)
 
-    def _stop_after(self, exc: BaseException) -> None:
-        """``exc`` interrupted a wait for this job: cancel it and wait for its thread; if the
-        thread outlives `CANCEL_GRACE_S`, say so on ``exc``."""
-        if self.stop():
-            return
-        exc.add_note(f"jetbench: Spark job {self.name!r} was cancelled, but after {CANCEL_GRACE_S:g} s its thread "
-                     f"{self.thread.name} is still waiting for Spark")
+    def _stuck_note(self) -> str:
+        return (f"jetbench: Spark job {self.name!r} was cancelled, but after {CANCEL_GRACE_S:g} s its thread "
+                f"{self.thread.name} is still waiting for Spark")
 
 
 @contextlib.contextmanager
